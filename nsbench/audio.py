@@ -1,0 +1,98 @@
+"""Reading, writing and resampling audio. One place for each, used by every adapter."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import soundfile
+import soxr
+
+from nsbench.types import Clip, ClipError
+
+# soxr's "HQ" is what librosa's default res_type ("soxr_hq") runs.
+RESAMPLE_QUALITY = "HQ"
+
+
+def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    if from_rate == to_rate:
+        return audio
+    return soxr.resample(audio, from_rate, to_rate, quality=RESAMPLE_QUALITY).astype(np.float32)
+
+
+def fit_length(audio: np.ndarray, length: int) -> np.ndarray:
+    """Trim or zero-pad the end to ``length`` samples."""
+    if len(audio) >= length:
+        return audio[:length]
+    return np.concatenate([audio, np.zeros(length - len(audio), dtype=audio.dtype)])
+
+
+def read_audio(path: str | Path) -> tuple[np.ndarray, int, list[str]]:
+    """Read a file as float32 mono. Returns (audio, rate, notes).
+
+    Multichannel audio is downmixed by averaging, with a note. An unreadable,
+    empty or non-finite file raises ClipError naming the file.
+    """
+    try:
+        data, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    except Exception as error:  # soundfile raises several types for bad files
+        raise ClipError(f"cannot read {path}: {error}") from error
+    notes = []
+    if data.shape[1] > 1:
+        notes.append(f"{Path(path).name}: {data.shape[1]} channels downmixed to mono")
+    audio = data.mean(axis=1, dtype=np.float32)
+    if len(audio) == 0:
+        raise ClipError(f"{path} holds no samples")
+    if not np.all(np.isfinite(audio)):
+        raise ClipError(f"{path} contains NaN or Inf samples")
+    return audio, int(rate), notes
+
+
+def write_audio(path: str | Path, audio: np.ndarray, rate: int) -> None:
+    # Float WAV keeps engine outputs unquantised for later listening or re-scoring.
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    soundfile.write(str(path), audio, rate, subtype="FLOAT")
+
+
+def load_pair(
+    clip_id: str,
+    noisy_path: str,
+    clean_path: str,
+    labels: Mapping[str, str],
+    noise_path: str = "",
+    target_rate: int = 0,
+) -> Clip:
+    """Load a noisy/clean pair (and optional noise stem) as a Clip.
+
+    The clip's rate is ``target_rate`` if given, else the noisy file's. Files at
+    another rate are resampled, and files of different lengths are trimmed to
+    the shortest; each treatment is noted on the clip.
+    """
+    noisy, noisy_rate, notes = read_audio(noisy_path)
+    clean, clean_rate, clean_notes = read_audio(clean_path)
+    notes += clean_notes
+    rate = target_rate or noisy_rate
+    arrays = {"noisy": (noisy, noisy_rate), "clean": (clean, clean_rate)}
+    if noise_path:
+        noise, noise_rate, noise_notes = read_audio(noise_path)
+        notes += noise_notes
+        arrays["noise"] = (noise, noise_rate)
+    converted = {}
+    for role, (audio, audio_rate) in arrays.items():
+        if audio_rate != rate:
+            notes.append(f"{role} resampled from {audio_rate} Hz to {rate} Hz")
+        converted[role] = resample(audio, audio_rate, rate)
+    length = min(len(audio) for audio in converted.values())
+    if any(len(audio) != length for audio in converted.values()):
+        lengths = ", ".join(f"{role} {len(audio)}" for role, audio in converted.items())
+        notes.append(f"lengths differ ({lengths} samples): trimmed to {length}")
+    return Clip(
+        clip_id=clip_id,
+        noisy=converted["noisy"][:length],
+        clean=converted["clean"][:length],
+        noise=converted["noise"][:length] if "noise" in converted else None,
+        sample_rate=rate,
+        labels=dict(labels),
+        notes=tuple(notes),
+        source_path=str(noisy_path),
+    )

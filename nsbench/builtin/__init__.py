@@ -1,0 +1,32 @@
+"""The built-in adapters, imported through the core.
+
+The repository keeps them in top-level ``engines/``, ``datasets/`` and
+``metrics/`` folders with no ``__init__.py``. Pointing this package's
+``__path__`` at the repository root makes them importable as
+``nsbench.builtin.engines.passthrough`` and so on, while a bare
+``import datasets`` (Hugging Face, which transformers imports) still finds the
+installed package: a folder without ``__init__.py`` loses to a regular package.
+Real module names keep pickling and worker processes working.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+__path__ = [str(REPO_ROOT)]
+
+# Folder -> built-in modules, in the order they register. Each module defines
+# hook implementations at module level.
+BUILTIN_MODULES = {
+    "engines": ["passthrough"],
+    "datasets": ["demo", "folder"],
+    "metrics": ["sisdr", "intelligibility", "levels", "realtime"],
+}
+
+
+def module_names() -> list[str]:
+    return [
+        f"{__name__}.{folder}.{module}"
+        for folder, modules in BUILTIN_MODULES.items()
+        for module in modules
+    ]

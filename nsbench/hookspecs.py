@@ -1,0 +1,39 @@
+"""The hooks a plugin may implement. Built-ins use exactly these too.
+
+Each registration hook hands the plugin a ``register`` callback; the host builds
+and validates the registry from what it receives (as simonw/llm does), so a
+plugin never touches nsbench's internals.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+import pluggy
+
+from nsbench.types import DatasetSpec, EngineSpec, MetricSpec
+
+PROJECT = "nsbench"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def register_engines(register: Callable[[EngineSpec], None]) -> None:
+    """Call ``register(EngineSpec(...))`` once per engine."""
+
+
+@hookspec
+def register_datasets(register: Callable[[DatasetSpec], None]) -> None:
+    """Call ``register(DatasetSpec(...))`` once per dataset."""
+
+
+@hookspec
+def register_metrics(register: Callable[[MetricSpec], None]) -> None:
+    """Call ``register(MetricSpec(...))`` once per metric."""
+
+
+@hookspec
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add command-line options a plugin's engines or datasets need (for example
+    ``--rnnoise-demo-path``). Their values reach factories in ``options``."""

@@ -1,0 +1,174 @@
+"""The run loop: one engine over a list of clips, one record per clip.
+
+It owns what must be the same for every engine: the timing boundary (resampling
+in, the engine call, resampling out; never model loading), delay compensation,
+output checks, scoring, and cleanup (the engine is always closed). It does no
+file I/O: it yields records and output audio, and the caller writes them.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+import psutil
+
+from nsbench.audio import fit_length, resample
+from nsbench.types import (
+    Clip,
+    ClipError,
+    ClipRecord,
+    ClipSource,
+    Engine,
+    EngineSpec,
+    MetricInputs,
+    MetricSpec,
+    MetricUndefined,
+    UserError,
+)
+
+
+@dataclass
+class Outcome:
+    record: ClipRecord
+    output: np.ndarray | None  # the engine's output at the clip's rate, None if it failed
+    sample_rate: int
+
+
+class EngineHolder:
+    """Builds the engine on first use and rebuilds it after it raised, so a
+    broken internal state cannot leak into the next clip."""
+
+    def __init__(self, spec: EngineSpec, options: Mapping[str, Any]):
+        self.spec = spec
+        self.options = options
+        self._engine: Engine | None = None
+
+    def get(self) -> Engine:
+        if self._engine is None:
+            engine = self.spec.factory(self.options)
+            if engine is None or not hasattr(engine, "process"):
+                raise UserError(f"engine '{self.spec.name}': its factory returned {engine!r}")
+            self._engine = engine
+        return self._engine
+
+    def discard(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
+
+
+def run_engine(
+    spec: EngineSpec,
+    options: Mapping[str, Any],
+    sources: Sequence[ClipSource],
+    metrics: Sequence[MetricSpec],
+) -> Iterator[Outcome]:
+    """Run one engine over every clip. A clip that fails is recorded with its
+    reason and the loop goes on. An engine that cannot be built raises
+    UserError before the first clip (the caller reports it and moves on)."""
+    holder = EngineHolder(spec, options)
+    try:
+        try:
+            holder.get()
+        except UserError:
+            raise
+        except Exception as error:
+            raise UserError(f"engine '{spec.name}' could not start: {type(error).__name__}: {error}") from error
+        for source in sources:
+            yield run_clip(holder, source, metrics)
+    finally:
+        holder.discard()
+
+
+def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricSpec]) -> Outcome:
+    record = ClipRecord(engine=holder.spec.name, clip_id=source.clip_id, labels=dict(source.labels))
+    try:
+        clip = source.load()
+        record.notes.extend(clip.notes)
+        record.duration = clip.duration
+        record.source_path = clip.source_path
+        output, record.cpu_seconds, record.wall_seconds = process(holder, clip)
+        record.scores, record.undefined = score(clip, output, metrics, record)
+    except ClipError as error:
+        record.error = str(error)
+        return Outcome(record, None, 0)
+    return Outcome(record, output, clip.sample_rate)
+
+
+def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float]:
+    """Run the engine on one clip; returns (output at the clip's rate, CPU s, wall s)."""
+    try:
+        engine = holder.get()
+    except Exception as error:
+        raise ClipError(f"engine could not be rebuilt: {type(error).__name__}: {error}") from error
+    rate, delay = engine.sample_rate, engine.delay
+    reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
+    cpu_start, wall_start = cpu_seconds(), time.perf_counter()
+    engine_input = resample(clip.noisy, clip.sample_rate, rate)
+    try:
+        # Zeros appended so the delayed output still holds the clip's last samples.
+        raw = engine.process(padded(engine_input, delay), **reference)
+    except Exception as error:
+        holder.discard()
+        raise ClipError(f"engine raised {type(error).__name__}: {error}") from error
+    check_output(raw, len(engine_input) + delay)
+    output = resample(np.asarray(raw[delay : delay + len(engine_input)], dtype=np.float32), rate, clip.sample_rate)
+    cpu, wall = cpu_seconds() - cpu_start, time.perf_counter() - wall_start
+    return fit_length(output, len(clip.noisy)), cpu, wall
+
+
+def padded(audio: np.ndarray, count: int) -> np.ndarray:
+    return np.concatenate([audio, np.zeros(count, dtype=np.float32)]).astype(np.float32)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its waited-for children, so a
+    subprocess engine's work is counted like an in-process one."""
+    times = psutil.Process().cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def check_output(output: object, expected_length: int) -> None:
+    if not isinstance(output, np.ndarray):
+        raise ClipError(f"engine returned {type(output).__name__}, expected a numpy array")
+    if output.ndim != 1:
+        raise ClipError(f"engine returned an array of shape {output.shape}, expected mono (1-D)")
+    if not np.issubdtype(output.dtype, np.floating):
+        raise ClipError(f"engine returned dtype {output.dtype}, expected floating point")
+    if len(output) != expected_length:
+        raise ClipError(f"engine returned {len(output)} samples for {expected_length} in")
+    bad = int(np.count_nonzero(~np.isfinite(output)))
+    if bad:
+        raise ClipError(f"engine output has {bad} NaN or Inf samples")
+
+
+def score(
+    clip: Clip, output: np.ndarray, metrics: Sequence[MetricSpec], record: ClipRecord
+) -> tuple[dict[str, float], dict[str, str]]:
+    inputs = MetricInputs(
+        output=output,
+        clean=clip.clean,
+        noisy=clip.noisy,
+        sample_rate=clip.sample_rate,
+        cpu_seconds=record.cpu_seconds,
+        wall_seconds=record.wall_seconds,
+    )
+    scores: dict[str, float] = {}
+    undefined: dict[str, str] = {}
+    for metric in metrics:
+        if metric.needs_voice and not clip.has_voice:
+            undefined[metric.name] = "no voice in this clip"
+            continue
+        try:
+            value = float(metric.func(inputs))
+        except MetricUndefined as reason:
+            undefined[metric.name] = str(reason)
+            continue
+        except Exception as error:
+            raise ClipError(f"metric {metric.name} raised {type(error).__name__}: {error}") from error
+        if not np.isfinite(value):
+            raise ClipError(f"metric {metric.name} returned {value}")
+        scores[metric.name] = value
+    return scores, undefined

@@ -1,0 +1,222 @@
+"""The records that engines, datasets, metrics and the run loop exchange.
+
+Plugins build these; the registry validates them. Everything here is plain data
+(picklable), so later a pool of workers can receive it unchanged.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+
+class UserError(Exception):
+    """An expected problem (bad flag, missing folder): one line for the user, no traceback."""
+
+
+class ClipError(Exception):
+    """A problem confined to one clip (unreadable file, engine returned NaN): recorded, run goes on."""
+
+
+class MetricUndefined(Exception):
+    """The metric has no value on this clip (for example no voice-silent segment); the reason is kept."""
+
+
+# --------------------------------------------------------------------------- clips
+
+
+@dataclass(frozen=True)
+class Clip:
+    """One test item, loaded. Arrays are float32 mono at ``sample_rate``.
+
+    ``clean`` is the target the engine should produce; on a music-only clip it is
+    all zeros (the user wants silence). ``noise`` is the interfering stem (noise or
+    music) where the dataset knows it.
+    """
+
+    clip_id: str
+    noisy: np.ndarray
+    clean: np.ndarray
+    sample_rate: int
+    noise: np.ndarray | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    source_path: str = ""
+
+    @property
+    def duration(self) -> float:
+        return len(self.noisy) / self.sample_rate
+
+    @property
+    def has_voice(self) -> bool:
+        return bool(np.any(self.clean))
+
+
+@dataclass(frozen=True)
+class ClipSource:
+    """A clip not yet loaded: its id, its report labels, and how to load it.
+
+    Loading is deferred so that an unreadable file fails that clip only.
+    ``load`` must be a picklable callable (a module-level function or a partial).
+    """
+
+    clip_id: str
+    load: Callable[[], Clip]
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- engines
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What the run loop drives.
+
+    ``sample_rate``: the rate ``process`` expects and returns.
+    ``delay``: samples (at ``sample_rate``) by which the output lags the input;
+    the harness removes them. An engine may update it after its first clips
+    (rnnoise estimates the delay of a user's binary).
+    ``process``: float32 mono in, float32 out of the same length. Oracle engines
+    also receive the clean reference at the same rate as keyword ``clean``.
+    ``close``: release processes, handles, temporary files.
+    """
+
+    sample_rate: int
+    delay: int
+
+    def process(self, audio: np.ndarray, **reference: np.ndarray) -> np.ndarray: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """How to build an engine, registered by a plugin.
+
+    ``factory(options)`` builds the engine; ``options`` is the CLI's namespace as a
+    dict. ``requires`` lists importable module names checked before building, so a
+    missing package makes the engine unavailable (with ``install``) instead of
+    breaking anything else. Heavy imports belong inside ``factory``.
+    """
+
+    name: str
+    factory: Callable[[Mapping[str, Any]], Engine]
+    description: str
+    sample_rate: int
+    delay: int
+    requires: tuple[str, ...] = ()
+    install: str = ""
+    version: Callable[[], str] | str = ""
+    oracle: bool = False
+    default: bool = True  # run when the user names no engine
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A test set, registered by a plugin.
+
+    ``clips(options)`` returns the clip sources; it raises UserError when the data
+    folder is missing or does not match the layout. ``cell_keys`` are the labels
+    whose values define a report cell, in table order.
+    ``describe(options)`` gives provenance (seed, content hash, root folder).
+    """
+
+    name: str
+    clips: Callable[[Mapping[str, Any]], list[ClipSource]]
+    description: str
+    cell_keys: tuple[str, ...]
+    needs_data_folder: bool = False
+    describe: Callable[[Mapping[str, Any]], dict[str, Any]] = lambda options: {}
+    requires: tuple[str, ...] = ()
+    install: str = ""
+    version: Callable[[], str] | str = ""
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+@dataclass(frozen=True)
+class MetricInputs:
+    """Everything a metric may look at for one clip and one engine.
+
+    Arrays are float32 mono at ``sample_rate``, all the same length, with the
+    engine's delay already removed.
+    """
+
+    output: np.ndarray
+    clean: np.ndarray
+    noisy: np.ndarray
+    sample_rate: int
+    cpu_seconds: float = float("nan")
+    wall_seconds: float = float("nan")
+
+    @property
+    def duration(self) -> float:
+        return len(self.noisy) / self.sample_rate
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric: a pure function of MetricInputs returning a float.
+
+    ``ignores`` says in a few words what the metric cannot see (shown beside it in
+    reports, so a scale-invariant score is never read as a level check).
+    ``needs_voice``: the metric is meaningless when the clean target is silent
+    (music-only clips) and is skipped there. The function raises MetricUndefined
+    when it has no value on a clip.
+    """
+
+    name: str
+    func: Callable[[MetricInputs], float]
+    unit: str
+    higher_is_better: bool
+    description: str
+    ignores: str
+    needs_voice: bool = True
+    requires: tuple[str, ...] = ()
+    install: str = ""
+    version: Callable[[], str] | str = ""
+    default: bool = True
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class ClipRecord:
+    """The outcome of one engine on one clip: scores, or the reason it failed."""
+
+    engine: str
+    clip_id: str
+    labels: dict[str, str]
+    scores: dict[str, float] = field(default_factory=dict)
+    undefined: dict[str, str] = field(default_factory=dict)  # metric -> reason
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    duration: float = 0.0
+    cpu_seconds: float = float("nan")
+    wall_seconds: float = float("nan")
+    source_path: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def spec_version(spec: EngineSpec | DatasetSpec | MetricSpec) -> str:
+    version = spec.version
+    return version() if callable(version) else version
+
+
+def as_list(value: Iterable[str] | str | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)

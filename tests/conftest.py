@@ -1,0 +1,48 @@
+"""Shared fixtures. The demo set is generated once per test session into a
+private cache folder, so tests never read or write the user's cache."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_AUDIO = REPO_ROOT.parent / "shared" / "audio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("nsbench-cache")
+    previous = os.environ.get("NSBENCH_CACHE")
+    os.environ["NSBENCH_CACHE"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("NSBENCH_CACHE", None)
+    else:
+        os.environ["NSBENCH_CACHE"] = previous
+
+
+@pytest.fixture(scope="session")
+def demo_sources():
+    from nsbench.builtin.datasets import demo
+
+    return demo.clips({"demo_seed": demo.DEFAULT_SEED})
+
+
+def write_wav(path: Path, audio: np.ndarray, rate: int, subtype: str = "FLOAT") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    soundfile.write(str(path), audio, rate, subtype=subtype)
+    return path
+
+
+def tone_and_noise(seed: int, seconds: float = 2.0, rate: int = 16000) -> tuple[np.ndarray, np.ndarray]:
+    """A speech-like test pair: an amplitude-modulated harmonic tone and white noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * rate)) / rate
+    clean = sum(np.sin(2 * np.pi * 150 * k * t) / k for k in range(1, 8)) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
+    clean = (0.1 * clean).astype(np.float32)
+    noise = (0.03 * rng.standard_normal(len(t))).astype(np.float32)
+    return clean, noise

@@ -1,0 +1,219 @@
+"""The run loop: resampling, delay compensation, output checks, failures, rebuilds."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from nsbench.audio import load_pair, resample
+from nsbench.builtin.engines.passthrough import Passthrough
+from nsbench.builtin.metrics.sisdr import si_sdr
+from nsbench.hookspecs import hookimpl
+from nsbench.plugins import get_plugin_manager
+from nsbench.registry import build_registry
+from nsbench.runner import run_engine
+from nsbench.types import Clip, ClipSource, EngineSpec, UserError
+
+from conftest import tone_and_noise, write_wav
+
+
+def in_memory_source(clip_id: str, noisy: np.ndarray, clean: np.ndarray, rate: int = 16000) -> ClipSource:
+    clip = Clip(clip_id=clip_id, noisy=noisy, clean=clean, sample_rate=rate, labels={"set": "t"})
+    return ClipSource(clip_id=clip_id, load=lambda: clip, labels=clip.labels)
+
+
+def metrics(*names: str):
+    registry = build_registry(get_plugin_manager(load_entry_points=False))
+    return [registry.metrics.get(name).spec for name in names]
+
+
+def engine_spec(factory, *, rate: int = 16000, delay: int = 0, oracle: bool = False, name: str = "test-engine") -> EngineSpec:
+    return EngineSpec(name=name, factory=factory, description="test", sample_rate=rate, delay=delay, oracle=oracle)
+
+
+class DelayingEngine:
+    """Works at 48 kHz and delays its output by ``lag`` samples, as a frame-based engine does."""
+
+    def __init__(self, lag: int, declared: int):
+        self.sample_rate, self.delay, self.lag = 48000, declared, lag
+
+    def process(self, audio):
+        return np.concatenate([np.zeros(self.lag, np.float32), audio[: len(audio) - self.lag]])
+
+    def close(self):
+        pass
+
+
+def sources(count: int = 3):
+    result = []
+    for index in range(count):
+        clean, noise = tone_and_noise(index)
+        result.append(in_memory_source(f"clip{index}", clean + noise, clean))
+    return result
+
+
+def test_declared_delay_at_48k_is_removed_exactly():
+    clip = sources(1)
+    [outcome] = run_engine(engine_spec(lambda o: DelayingEngine(480, declared=480), rate=48000, delay=480), {}, clip, metrics("si_sdr"))
+    noisy = clip[0].load().noisy
+    assert len(outcome.output) == len(noisy)
+    # What a delay-free engine at 48 kHz would give: the input's resampling round trip.
+    round_trip = resample(resample(noisy, 16000, 48000), 48000, 16000)
+    assert si_sdr(outcome.output, round_trip) > 60
+    lag = np.argmax(np.correlate(outcome.output[:4000], noisy[:4000], "full")) - 3999
+    assert lag == 0
+
+
+def test_undeclared_delay_shows_in_the_score():
+    clip = sources(1)
+    spec = engine_spec(lambda o: DelayingEngine(480, declared=0), rate=48000, delay=0)
+    [outcome] = run_engine(spec, {}, clip, metrics("si_sdr"))
+    assert si_sdr(outcome.output, clip[0].load().noisy) < 10
+
+
+class Faulty:
+    """Fails in one way on clip number ``bad`` (counted per engine instance)."""
+
+    builds = 0
+
+    def __init__(self, fault: str, bad: int = 1):
+        Faulty.builds += 1
+        self.sample_rate, self.delay, self.fault, self.bad, self.calls = 16000, 0, fault, bad, 0
+
+    def process(self, audio):
+        self.calls += 1
+        if self.calls - 1 != self.bad:
+            return audio.copy()
+        if self.fault == "raise":
+            raise RuntimeError("model exploded")
+        if self.fault == "nan":
+            out = audio.copy()
+            out[10] = np.nan
+            return out
+        if self.fault == "short":
+            return audio[:-5]
+        if self.fault == "int":
+            return (audio * 32767).astype(np.int16)
+        if self.fault == "list":
+            return list(audio)
+        if self.fault == "stereo":
+            return np.stack([audio, audio])
+        raise AssertionError(self.fault)
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        ("raise", "engine raised RuntimeError: model exploded"),
+        ("nan", "engine output has 1 NaN or Inf samples"),
+        ("short", r"engine returned 31995 samples for 32000 in"),
+        ("int", "engine returned dtype int16, expected floating point"),
+        ("list", "engine returned list, expected a numpy array"),
+        ("stereo", r"engine returned an array of shape \(2, 32000\), expected mono \(1-D\)"),
+    ],
+)
+def test_a_faulty_clip_is_recorded_and_the_others_scored(fault, message):
+    import re
+
+    outcomes = list(run_engine(engine_spec(lambda o: Faulty(fault)), {}, sources(3), metrics("si_sdr")))
+    records = [o.record for o in outcomes]
+    assert [r.failed for r in records] == [False, True, False]
+    assert re.fullmatch(message, records[1].error)
+    assert outcomes[1].output is None
+    clean_run = [o.record for o in run_engine(engine_spec(lambda o: Passthrough()), {}, sources(3), metrics("si_sdr"))]
+    assert records[2].scores == clean_run[2].scores
+
+
+def test_an_engine_that_raised_is_rebuilt_for_the_next_clip():
+    Faulty.builds = 0
+    list(run_engine(engine_spec(lambda o: Faulty("raise", bad=1)), {}, sources(3), metrics("si_sdr")))
+    assert Faulty.builds == 2
+
+
+def test_engine_is_closed_even_when_the_consumer_stops_early():
+    closed = []
+
+    class Tracked(Passthrough):
+        def close(self):
+            closed.append(True)
+
+    generator = run_engine(engine_spec(lambda o: Tracked()), {}, sources(3), metrics("si_sdr"))
+    next(generator)
+    generator.close()
+    assert closed == [True]
+
+
+def test_an_engine_that_cannot_start_is_a_user_error():
+    def broken(options):
+        raise OSError("libfoo.so: cannot open shared object file")
+
+    with pytest.raises(UserError, match="engine 'test-engine' could not start: OSError: libfoo.so"):
+        list(run_engine(engine_spec(broken), {}, sources(1), metrics("si_sdr")))
+
+
+def test_oracle_engines_receive_the_clean_reference():
+    class Cheater(Passthrough):
+        def process(self, audio, clean):
+            return clean.copy()
+
+    [outcome] = run_engine(engine_spec(lambda o: Cheater(), oracle=True), {}, sources(1), metrics("si_sdr"))
+    assert outcome.record.scores["si_sdr"] == 120.0
+
+
+def test_unreadable_file_fails_that_clip_only(tmp_path):
+    clean, noise = tone_and_noise(0)
+    good = write_wav(tmp_path / "good_noisy.wav", clean + noise, 16000)
+    good_clean = write_wav(tmp_path / "good_clean.wav", clean, 16000)
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF\x00\x00\x00\x00WAVEfmt ")
+    items = [
+        ClipSource("broken", functools.partial(load_pair, "broken", str(broken), str(good_clean), {})),
+        ClipSource("good", functools.partial(load_pair, "good", str(good), str(good_clean), {})),
+    ]
+    records = [o.record for o in run_engine(engine_spec(lambda o: Passthrough()), {}, items, metrics("si_sdr"))]
+    assert records[0].failed and records[0].error.startswith(f"cannot read {broken}")
+    assert not records[1].failed and "si_sdr" in records[1].scores
+
+
+def test_stereo_and_rate_mismatch_are_treated_and_noted(tmp_path):
+    clean, noise = tone_and_noise(0, rate=16000)
+    noisy_path = write_wav(tmp_path / "n.wav", np.stack([clean + noise, clean + noise], axis=1), 16000)
+    clean_48k = np.interp(np.arange(len(clean) * 3) / 3, np.arange(len(clean)), clean).astype(np.float32)
+    clean_path = write_wav(tmp_path / "c.wav", clean_48k, 48000)
+    clip = load_pair("x", str(noisy_path), str(clean_path), {})
+    assert clip.sample_rate == 16000 and clip.noisy.ndim == 1
+    assert "n.wav: 2 channels downmixed to mono" in clip.notes
+    assert "clean resampled from 48000 Hz to 16000 Hz" in clip.notes
+    assert si_sdr(clip.clean, clean[: len(clip.clean)]) > 30
+
+
+def test_cpu_time_of_a_busy_engine_is_measured():
+    class Busy(Passthrough):
+        def process(self, audio):
+            total = 0.0
+            for _ in range(40):
+                total += float(np.sum(np.abs(np.fft.rfft(np.tile(audio, 8)))))
+            return audio.copy()
+
+    [outcome] = run_engine(engine_spec(lambda o: Busy()), {}, sources(1), metrics("rtf_cpu"))
+    record = outcome.record
+    assert record.cpu_seconds > 0 and record.wall_seconds > 0
+    assert record.scores["rtf_cpu"] == pytest.approx(record.cpu_seconds / record.duration)
+
+
+class RegisteredFaulty:
+    @hookimpl
+    def register_engines(self, register):
+        register(engine_spec(lambda o: Faulty("nan"), name="nan-engine"))
+
+
+def test_engines_registered_by_a_plugin_class_run_through_the_loop():
+    manager = get_plugin_manager(load_entry_points=False)  # fresh per test: nothing to unregister
+    manager.register(RegisteredFaulty())
+    spec = build_registry(manager).engines.get("nan-engine").spec
+    records = [o.record for o in run_engine(spec, {}, sources(2), metrics("si_sdr"))]
+    assert [r.failed for r in records] == [False, True]
