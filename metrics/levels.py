@@ -1,0 +1,155 @@
+"""Voice level and music attenuation, gated by the clean voice's activity.
+
+As in the nomus evaluation write-up: split the clean voice into 20 ms segments.
+A segment is voice-active unless it is more than 40 dB below the loudest 20 ms
+segment of that clean voice; otherwise it is voice-silent.
+
+* voice level (dB) = 10 log10(sum over voice-active segments of out^2 /
+  same of clean^2). A passthrough at -5 dB SNR reads about +6.2 dB, so read it
+  beside the gain.
+* music attenuation (dB) = 10 log10(sum over voice-silent segments of out^2 /
+  same of input^2). Negative means removed; passthrough is exactly 0. Undefined
+  when no segment is voice-silent; on music-only clips (clean all zeros) every
+  segment is voice-silent, so it covers the whole clip.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from nsbench.hookspecs import hookimpl
+from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
+
+SEGMENT_SECONDS = 0.020
+# "More than 40 dB below the loudest segment" is voice-silent; exactly 40 dB is active.
+SILENCE_BELOW_DB = 40.0
+# Same floor and ceiling as SI-SDR: an exactly silent output reads -120, not -inf.
+CLAMP_DB = 120.0
+
+
+def segment_length(sample_rate: int) -> int:
+    """Samples in one 20 ms segment (320 at 16 kHz, 960 at 48 kHz, 882 at 44.1 kHz)."""
+    return max(1, int(round(SEGMENT_SECONDS * sample_rate)))
+
+
+def _segment_sums(x: np.ndarray, seg: int) -> np.ndarray:
+    """Sum of squares per segment, float64; the trailing partial segment is the last entry."""
+    squares = np.square(np.asarray(x, dtype=np.float64).ravel())
+    starts = np.arange(0, squares.size, seg)
+    return np.add.reduceat(squares, starts) if squares.size else np.zeros(0)
+
+
+def voice_active_segments(clean: np.ndarray, sample_rate: int) -> np.ndarray:
+    """One bool per 20 ms segment of ``clean``: True where voice-active.
+
+    A segment is voice-silent when its mean power is more than 40 dB below the
+    loudest full 20 ms segment's mean power (nomus write-up). The trailing
+    partial segment (when the length is not a multiple of 20 ms) is kept as a
+    segment of its own, classified by its mean power so its shortness does not
+    make it look quiet; it is not a candidate for the loudest segment unless the
+    clip is shorter than 20 ms. An all-zero clean voice has no active segment.
+    """
+    seg = segment_length(sample_rate)
+    sums = _segment_sums(clean, seg)
+    n = np.asarray(clean).size
+    lengths = np.full(sums.size, seg, dtype=np.float64)
+    if sums.size and n % seg:
+        lengths[-1] = n % seg
+    powers = sums / lengths
+    full = n // seg
+    loudest = float(powers[:full].max()) if full else float(powers.max(initial=0.0))
+    if loudest == 0.0:
+        return np.zeros(sums.size, dtype=bool)
+    # In the linear domain, so "exactly 40 dB below" compares without log rounding.
+    return powers * 10.0 ** (SILENCE_BELOW_DB / 10.0) >= loudest
+
+
+def _check_lengths(*arrays: np.ndarray) -> None:
+    sizes = {np.asarray(a).size for a in arrays}
+    if len(sizes) != 1:
+        raise ValueError(f"arrays differ in length: {sorted(sizes)}")
+
+
+def _clamped_db(numerator: float, denominator: float) -> float:
+    if numerator == 0.0:
+        return -CLAMP_DB
+    return float(np.clip(10.0 * np.log10(numerator / denominator), -CLAMP_DB, CLAMP_DB))
+
+
+def voice_level_db(output: np.ndarray, clean: np.ndarray, sample_rate: int) -> float:
+    """10 log10(sum over voice-active segments of output^2 / same of clean^2) (nomus write-up).
+
+    Segments are 20 ms of the clean voice; see ``voice_active_segments`` for the
+    threshold and the trailing partial segment, which counts like any other.
+    Raises MetricUndefined when the clean voice is silent (no active segment).
+    An exactly silent output reads -120 dB (clamped like SI-SDR), not -inf.
+    """
+    _check_lengths(output, clean)
+    active = voice_active_segments(clean, sample_rate)
+    if not active.any():
+        raise MetricUndefined("the clean voice is silent: no voice-active segment")
+    seg = segment_length(sample_rate)
+    out_energy = float(_segment_sums(output, seg)[active].sum())
+    clean_energy = float(_segment_sums(clean, seg)[active].sum())
+    return _clamped_db(out_energy, clean_energy)
+
+
+def music_attenuation_db(output: np.ndarray, noisy: np.ndarray, clean: np.ndarray, sample_rate: int) -> float:
+    """10 log10(sum over voice-silent segments of output^2 / same of input^2) (nomus write-up).
+
+    Negative means removed; passthrough is exactly 0. Segments are 20 ms of the
+    clean voice (see ``voice_active_segments``; the trailing partial segment
+    counts like any other, so on a music-only clip the whole clip is covered).
+    Raises MetricUndefined when no segment is voice-silent, or when the input is
+    exactly silent in all of them (nothing to attenuate). An output exactly
+    silent there reads -120 dB (clamped like SI-SDR), not -inf.
+    """
+    _check_lengths(output, noisy, clean)
+    silent = ~voice_active_segments(clean, sample_rate)
+    if not silent.any():
+        raise MetricUndefined("no voice-silent segment: the voice never pauses for 20 ms")
+    seg = segment_length(sample_rate)
+    input_energy = float(_segment_sums(noisy, seg)[silent].sum())
+    if input_energy == 0.0:
+        raise MetricUndefined("the input is silent wherever the voice is: nothing to attenuate")
+    out_energy = float(_segment_sums(output, seg)[silent].sum())
+    return _clamped_db(out_energy, input_energy)
+
+
+def voice_level_metric(inputs: MetricInputs) -> float:
+    return voice_level_db(inputs.output, inputs.clean, inputs.sample_rate)
+
+
+def music_attenuation_metric(inputs: MetricInputs) -> float:
+    return music_attenuation_db(inputs.output, inputs.noisy, inputs.clean, inputs.sample_rate)
+
+
+@hookimpl
+def register_metrics(register: Callable[[MetricSpec], None]) -> None:
+    register(MetricSpec(
+        name="voice_level_db",
+        func=voice_level_metric,
+        unit="dB",
+        higher_is_better=True,
+        description=(
+            "Output energy over clean-voice energy in the 20 ms segments where the clean voice "
+            "is active (within 40 dB of its loudest segment); 0 dB keeps the voice's level, "
+            "noise left in raises it (passthrough at -5 dB SNR reads about +6.2)"
+        ),
+        ignores="what the output contains: residual noise counts as voice; read it beside the gain",
+        needs_voice=True,
+    ))
+    register(MetricSpec(
+        name="music_attenuation_db",
+        func=music_attenuation_metric,
+        unit="dB",
+        higher_is_better=False,
+        description=(
+            "Output energy over input energy in the 20 ms segments where the clean voice is "
+            "silent (more than 40 dB below its loudest segment); negative means removed, "
+            "passthrough 0; the whole clip on music-only clips; an exactly silent output reads -120"
+        ),
+        ignores="what happens while the voice is active",
+        needs_voice=False,
+    ))

@@ -1,0 +1,195 @@
+"""SI-SDR, its improvement over the input, and plain SNR.
+
+SI-SDR follows Le Roux, Wisdom, Erdogan and Hershey, "SDR - half-baked or well
+done?", ICASSP 2019, eq. (1)-(2)::
+
+    alpha  = <est, ref> / <ref, ref>
+    target = alpha * ref
+    noise  = est - target
+    SI-SDR = 10 log10(|target|^2 / |noise|^2)
+
+Two conventions are in use and reports must say which one they show:
+
+* without mean removal (``zero_mean=False``, our default ``si_sdr``): torchmetrics'
+  default, earthspecies/biodenoising ``evaluate.py``, VERSA ``si_snr``,
+  ClearerVoice SpeechScore;
+* with mean removal (``zero_mean=True``, ``si_sdr_zm``): the textbook definition,
+  asteroid.
+
+Plain SNR lives here rather than in ``levels``: it is the same whole-clip
+energy ratio as SI-SDR minus the optimal scaling, shares its clamp and its
+"silence is not perfect reconstruction" rule, and is read beside it (SI-SDR
+forgives a gain change, SNR does not). ``levels`` is segment-wise and
+voice-activity gated, which SNR is not.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from nsbench.hookspecs import hookimpl
+from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
+
+# Scores are clamped to [-CLAMP_DB, CLAMP_DB]. A silent reference, or an estimate
+# with no component along the reference, gets the floor, never the ceiling.
+CLAMP_DB = 120.0
+
+INPUT_IS_CLEAN = "input equals the clean reference: no improvement to measure"
+
+
+def _ratio_db(signal_energy: float, error_energy: float) -> float:
+    """10 log10(signal / error) clamped; no signal is the floor, no error the ceiling."""
+    if signal_energy <= 0.0:
+        return -CLAMP_DB
+    if error_energy <= 0.0:
+        return CLAMP_DB
+    return float(np.clip(10.0 * np.log10(signal_energy / error_energy), -CLAMP_DB, CLAMP_DB))
+
+
+def _as_pair(estimate: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    est = np.asarray(estimate, dtype=np.float64).ravel()
+    ref = np.asarray(reference, dtype=np.float64).ravel()
+    if est.shape != ref.shape:
+        raise ValueError(f"estimate has {est.size} samples, reference {ref.size}")
+    return est, ref
+
+
+def _check_finite(*energies: float) -> None:
+    # A NaN or inf sample makes its energy non-finite; cheaper than scanning the arrays.
+    if not all(np.isfinite(energies)):
+        raise ValueError("estimate or reference has non-finite samples")
+
+
+def si_sdr(estimate: np.ndarray, reference: np.ndarray, *, zero_mean: bool = False) -> float:
+    """Scale-invariant SDR in dB (Le Roux et al. 2019, eq. 1-2), computed in float64.
+
+    ``zero_mean=True`` subtracts each signal's mean first (textbook, asteroid);
+    the default does not (torchmetrics ``zero_mean=False``, earthspecies/biodenoising).
+    Clamped to [-120, 120]. A silent reference, a silent estimate, or an estimate
+    orthogonal to the reference scores -120 (silence is not perfect
+    reconstruction); an estimate equal to the reference up to a positive or
+    negative gain scores +120.
+    """
+    est, ref = _as_pair(estimate, reference)
+    if zero_mean:
+        est = est - est.mean()
+        ref = ref - ref.mean()
+    ref_energy = float(np.dot(ref, ref))
+    _check_finite(ref_energy, float(np.dot(est, est)))
+    if ref_energy == 0.0:
+        return -CLAMP_DB
+    alpha = float(np.dot(est, ref)) / ref_energy
+    noise = est - alpha * ref
+    # |target|^2 = alpha^2 |ref|^2, without building the target array.
+    return _ratio_db(alpha * alpha * ref_energy, float(np.dot(noise, noise)))
+
+
+def snr(estimate: np.ndarray, reference: np.ndarray) -> float:
+    """Plain SNR in dB: 10 log10(|ref|^2 / |ref - est|^2), computed in float64.
+
+    No scale invariance: a gain change counts as error. Same formula as the Music
+    Demixing challenge's per-stem SDR (Solovyev et al. 2023), with no epsilon.
+    Clamped to [-120, 120]; a silent reference scores -120, an identical
+    estimate +120, a silent estimate 0.
+    """
+    est, ref = _as_pair(estimate, reference)
+    error = ref - est
+    ref_energy, error_energy = float(np.dot(ref, ref)), float(np.dot(error, error))
+    _check_finite(ref_energy, error_energy)
+    return _ratio_db(ref_energy, error_energy)
+
+
+# ----------------------------------------------------------------- metric functions
+
+
+def _require_noisy_input(inputs: MetricInputs) -> None:
+    # With no noise the input scores +120 (clamped), so any "improvement" would
+    # only measure the clamp.
+    if np.array_equal(inputs.noisy, inputs.clean):
+        raise MetricUndefined(INPUT_IS_CLEAN)
+
+
+def si_sdr_metric(inputs: MetricInputs) -> float:
+    return si_sdr(inputs.output, inputs.clean)
+
+
+def si_sdr_zm_metric(inputs: MetricInputs) -> float:
+    return si_sdr(inputs.output, inputs.clean, zero_mean=True)
+
+
+def si_sdr_input_metric(inputs: MetricInputs) -> float:
+    _require_noisy_input(inputs)
+    return si_sdr(inputs.noisy, inputs.clean)
+
+
+def si_sdri_metric(inputs: MetricInputs) -> float:
+    _require_noisy_input(inputs)
+    return si_sdr(inputs.output, inputs.clean) - si_sdr(inputs.noisy, inputs.clean)
+
+
+def snr_metric(inputs: MetricInputs) -> float:
+    return snr(inputs.output, inputs.clean)
+
+
+SCALE_BLIND = "overall level: scale-invariant, a voice turned down scores the same"
+
+
+@hookimpl
+def register_metrics(register: Callable[[MetricSpec], None]) -> None:
+    register(MetricSpec(
+        name="si_sdr",
+        func=si_sdr_metric,
+        unit="dB",
+        higher_is_better=True,
+        description=(
+            "Scale-invariant SDR of the output against the clean voice (Le Roux et al. 2019), "
+            "without mean removal, as torchmetrics zero_mean=False and earthspecies/biodenoising; "
+            "clamped to [-120, 120], silence scores -120"
+        ),
+        ignores=SCALE_BLIND,
+    ))
+    register(MetricSpec(
+        name="si_sdr_zm",
+        func=si_sdr_zm_metric,
+        unit="dB",
+        higher_is_better=True,
+        description=(
+            "Scale-invariant SDR with mean removal (textbook definition, asteroid); "
+            "clamped to [-120, 120], silence scores -120"
+        ),
+        ignores=SCALE_BLIND + "; DC offsets are removed before scoring",
+    ))
+    register(MetricSpec(
+        name="si_sdr_input",
+        func=si_sdr_input_metric,
+        unit="dB",
+        higher_is_better=True,
+        description=(
+            "SI-SDR of the unprocessed noisy input against the clean voice, without mean "
+            "removal (same convention as si_sdr); undefined when the input is the clean voice"
+        ),
+        ignores="the engine: it scores the input, the baseline for si_sdri",
+    ))
+    register(MetricSpec(
+        name="si_sdri",
+        func=si_sdri_metric,
+        unit="dB",
+        higher_is_better=True,
+        description=(
+            "SI-SDR improvement: si_sdr(output) - si_sdr(noisy input), per clip, without mean "
+            "removal; undefined when the input is the clean voice"
+        ),
+        ignores=SCALE_BLIND + "; how good the input already was",
+    ))
+    register(MetricSpec(
+        name="snr",
+        func=snr_metric,
+        unit="dB",
+        higher_is_better=True,
+        description=(
+            "Plain SNR 10log10(|clean|^2 / |clean - output|^2), not scale-invariant "
+            "(MDX per-stem SDR); clamped to [-120, 120]"
+        ),
+        ignores="which errors are audible: a gain change costs as much as noise of the same energy",
+    ))
