@@ -1,0 +1,73 @@
+"""``folder``: a user's own ``noisy/`` and ``clean/`` folders, paired by file name."""
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+from typing import Any, Mapping
+
+from nsbench.audio import load_pair
+from nsbench.hookspecs import hookimpl
+from nsbench.types import ClipSource, DatasetSpec, UserError
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+
+
+def audio_files(folder: Path) -> dict[str, Path]:
+    return {p.name: p for p in sorted(folder.rglob("*")) if p.suffix.lower() in AUDIO_SUFFIXES and p.is_file()}
+
+
+def pairs(root: Path) -> list[tuple[str, Path, Path]]:
+    """(name, noisy, clean) for every file name present in both folders.
+
+    Unpaired files are a UserError that lists them: silently scoring a subset
+    would make two runs incomparable without anyone noticing.
+    """
+    folders = {role: root / role for role in ("noisy", "clean")}
+    for role, folder in folders.items():
+        if not folder.is_dir():
+            raise UserError(f"folder dataset expects {root}/noisy/ and {root}/clean/; missing {folder}")
+    noisy, clean = audio_files(folders["noisy"]), audio_files(folders["clean"])
+    if not noisy:
+        raise UserError(f"no audio files ({', '.join(AUDIO_SUFFIXES)}) under {folders['noisy']}")
+    unpaired = sorted(set(noisy) ^ set(clean))
+    if unpaired:
+        shown = ", ".join(unpaired[:10]) + (" ..." if len(unpaired) > 10 else "")
+        raise UserError(f"{len(unpaired)} files in only one of noisy/ and clean/ under {root}: {shown}")
+    return [(name, noisy[name], clean[name]) for name in sorted(noisy)]
+
+
+def clips(options: Mapping[str, Any]) -> list[ClipSource]:
+    root = Path(options["data_folder"])
+    labels = {"set": root.name}
+    return [
+        ClipSource(
+            clip_id=Path(name).stem,
+            load=functools.partial(load_pair, Path(name).stem, str(noisy), str(clean), labels),
+            labels=labels,
+        )
+        for name, noisy, clean in pairs(root)
+    ]
+
+
+def describe(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The folder and a hash of its file names and sizes (cheap, catches most changes)."""
+    root = Path(options["data_folder"])
+    digest = hashlib.sha256()
+    for name, noisy, clean in pairs(root):
+        digest.update(f"{name}:{noisy.stat().st_size}:{clean.stat().st_size}\n".encode())
+    return {"data_folder": str(root.resolve()), "listing_sha256": digest.hexdigest()}
+
+
+@hookimpl
+def register_datasets(register):
+    register(
+        DatasetSpec(
+            name="folder",
+            clips=clips,
+            description="your own noisy/ and clean/ folders, paired by file name (--data-folder)",
+            cell_keys=("set",),
+            needs_data_folder=True,
+            describe=describe,
+        )
+    )

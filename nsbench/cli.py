@@ -1,0 +1,205 @@
+"""``python benchmark.py``: parse flags, run engines over a dataset, write results.
+
+Flag names follow Picovoice's benchmark where it has them (``--engine``,
+``--dataset``, ``--data-folder``, ``--output-folder``). ``main(argv)`` takes a
+list so tests call the CLI directly (as museval does).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from tqdm import tqdm
+
+from nsbench import provenance
+from nsbench.audio import write_audio
+from nsbench.plugins import get_plugin_manager
+from nsbench.registry import Registered, Registry, build_registry
+from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, report_markdown, write_json
+from nsbench.runner import run_engine
+from nsbench.summary import summarise
+from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError
+
+LIST_CHOICES = ("engines", "datasets", "metrics", "plugins")
+EXIT_USER_ERROR = 2
+
+
+def build_parser(manager) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchmark.py", description="Compare noise-suppression engines on a test set."
+    )
+    parser.add_argument("--engine", action="append", default=[], help="engine to run (repeatable); default: all available")
+    parser.add_argument("--dataset", default="demo", help="dataset to run on (default: demo, generated locally)")
+    parser.add_argument("--data-folder", help="root folder of the dataset, where it needs one")
+    parser.add_argument("--output-folder", help="save each engine's processed audio here")
+    parser.add_argument("--results-folder", default="results", help="where result files go (default: results)")
+    parser.add_argument("--metric", action="append", default=[], help="metric to compute (repeatable); default: all available")
+    parser.add_argument("--limit", type=int, help="run only the first N clips (the demo set orders them to cover every cell early)")
+    parser.add_argument("--plugin", action="append", default=[], help="load a plugin: path/to/file.py or package.module")
+    parser.add_argument("--list", choices=LIST_CHOICES, help="list what is registered and exit")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no table at the end")
+    manager.hook.add_arguments(parser=parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return run_cli(argv)
+    except UserError as error:
+        print(f"nsbench: error: {error}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+def run_cli(argv: list[str]) -> int:
+    # --plugin is read first: a plugin may add flags the full parser must know.
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--plugin", action="append", default=[])
+    plugins = early.parse_known_args(argv)[0].plugin
+    manager = get_plugin_manager(plugins)
+    args = build_parser(manager).parse_args(argv)
+    registry = build_registry(manager)
+    if args.list:
+        print(list_text(args.list, registry, manager))
+        return 0
+    return benchmark(args, registry, argv)
+
+
+def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> int:
+    options = vars(args)
+    dataset = registry.datasets.require_available(args.dataset).spec
+    if dataset.needs_data_folder and not args.data_folder:
+        raise UserError(f"dataset '{dataset.name}' needs --data-folder")
+    if args.data_folder and not Path(args.data_folder).is_dir():
+        raise UserError(f"data folder not found: {args.data_folder}")
+    engines = select_engines(args.engine, registry)
+    metrics = select_metrics(args.metric, registry)
+    sources = dataset.clips(options)
+    if args.limit is not None:
+        sources = sources[: args.limit]
+    if not sources:
+        raise UserError(f"dataset '{dataset.name}' has no clips")
+    folder = Path(args.results_folder) / dataset.name
+    shared = {
+        "dataset_description": dataset.describe(options),
+        "provenance": provenance.collect(argv),
+    }
+    results, not_run = [], {}
+    for engine in engines:
+        try:
+            records = run_and_log(engine, options, sources, metrics, folder, args)
+        except UserError as error:
+            print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
+            not_run[engine.name] = str(error)
+            continue
+        summary = summarise(records, metrics, dataset.cell_keys)
+        extra = {**shared, "engine_info": engine_info(registry.engines.get(engine.name))}
+        result = engine_result(engine.name, dataset.name, summary, metrics, extra)
+        write_json(folder / f"{engine.name}.json", result)
+        results.append(result)
+    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run)
+    (folder / "report.md").write_text(report)
+    if not args.quiet:
+        print(report)
+    print(f"nsbench: results in {folder}/", file=sys.stderr)
+    return 0
+
+
+def run_and_log(
+    engine: EngineSpec,
+    options: dict[str, Any],
+    sources: list[ClipSource],
+    metrics: list[MetricSpec],
+    folder: Path,
+    args: argparse.Namespace,
+) -> list[ClipRecord]:
+    log = ClipLog(folder / f"{engine.name}.clips.jsonl")
+    records = []
+    progress = tqdm(total=len(sources), desc=engine.name, unit="clip", disable=args.quiet or None, file=sys.stderr)
+    try:
+        for outcome in run_engine(engine, options, sources, metrics):
+            record = outcome.record
+            records.append(record)
+            log.add(record)
+            if record.failed:
+                tqdm.write(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}", file=sys.stderr)
+            elif args.output_folder:
+                path = Path(args.output_folder) / engine.name / f"{record.clip_id}.wav"
+                write_audio(path, outcome.output, outcome.sample_rate)
+            progress.update()
+    finally:
+        progress.close()
+        log.close()
+    return records
+
+
+def select_engines(names: list[str], registry: Registry) -> list[EngineSpec]:
+    if names:
+        chosen = [registry.engines.require_available(name).spec for name in names]
+        # The untrained baseline goes in every table, so every number has its reference.
+        if BASELINE_ENGINE not in names:
+            chosen.insert(0, registry.engines.get(BASELINE_ENGINE).spec)
+        return chosen
+    chosen = []
+    for record in registry.engines:
+        if not record.spec.default:
+            continue
+        if record.available:
+            chosen.append(record.spec)
+        else:
+            print(f"nsbench: {record.spec.name} not available ({record.spec.install})", file=sys.stderr)
+    return chosen
+
+
+def select_metrics(names: list[str], registry: Registry) -> list[MetricSpec]:
+    if names:
+        return [registry.metrics.require_available(name).spec for name in names]
+    return [r.spec for r in registry.metrics if r.spec.default and r.available]
+
+
+def engine_info(record: Registered[EngineSpec]) -> dict[str, Any]:
+    spec = record.spec
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "version": record.version,
+        "origin": record.origin,
+        "sample_rate": spec.sample_rate,
+        "declared_delay": spec.delay,
+        "oracle": spec.oracle,
+    }
+
+
+def list_text(what: str, registry: Registry, manager) -> str:
+    if what == "plugins":
+        from nsbench.plugins import plugin_origin
+
+        rows = [("plugin", "origin", "version")]
+        for plugin in manager.get_plugins():
+            rows.append((manager.get_name(plugin), *plugin_origin(manager, plugin)))
+        return format_rows(rows)
+    kind = getattr(registry, what)
+    rows = [("name", "status", "version", "from", *extra_header(what), "description")]
+    for record in kind:
+        status = "available" if record.available else f"unavailable: {record.spec.install}"
+        rows.append((record.spec.name, status, record.version, record.origin, *extra_columns(what, record.spec), record.spec.description))
+    return format_rows(rows)
+
+
+def extra_header(what: str) -> tuple[str, ...]:
+    return {"engines": ("rate", "delay", "oracle"), "metrics": ("unit", "better", "ignores")}.get(what, ())
+
+
+def extra_columns(what: str, spec: Any) -> tuple[str, ...]:
+    if what == "engines":
+        return (str(spec.sample_rate), str(spec.delay), "oracle" if spec.oracle else "")
+    if what == "metrics":
+        return (spec.unit, "higher" if spec.higher_is_better else "lower", spec.ignores)
+    return ()
+
+
+def format_rows(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)

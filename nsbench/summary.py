@@ -1,0 +1,107 @@
+"""Aggregation of clip records into per-cell and per-engine statistics.
+
+Pure functions of records; the report writers format what these return.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from nsbench.types import ClipRecord, MetricSpec
+
+# The metric a cell is judged by when naming an engine's worst cell.
+HEADLINE_METRIC = "si_sdri"
+
+
+def describe(values: Sequence[float]) -> dict[str, float | int]:
+    """Mean, median and median absolute deviation (unscaled), and the count."""
+    if not values:
+        return {"n": 0, "mean": math.nan, "median": math.nan, "mad": math.nan}
+    array = np.asarray(values, dtype=np.float64)
+    median = float(np.median(array))
+    return {
+        "n": len(values),
+        "mean": float(array.mean()),
+        "median": median,
+        "mad": float(np.median(np.abs(array - median))),
+    }
+
+
+def cell_of(labels: Mapping[str, str], cell_keys: Sequence[str]) -> tuple[str, ...]:
+    return tuple(str(labels.get(key, "")) for key in cell_keys)
+
+
+def natural_key(cell: tuple[str, ...]) -> tuple:
+    """Sort numbers as numbers ("-5" < "0" < "10") and words after them."""
+    key = []
+    for part in cell:
+        try:
+            key.append((0, float(part), ""))
+        except ValueError:
+            key.append((1, 0.0, part))
+    return tuple(key)
+
+
+def metric_stats(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:
+    scored = [record for record in records if not record.failed]
+    stats = {}
+    for metric in metrics:
+        values = [record.scores[metric.name] for record in scored if metric.name in record.scores]
+        stats[metric.name] = describe(values)
+    return stats
+
+
+def summarise(
+    records: Sequence[ClipRecord], metrics: Sequence[MetricSpec], cell_keys: Sequence[str]
+) -> dict[str, Any]:
+    """Overall and per-cell statistics for one engine's records."""
+    cells: dict[tuple[str, ...], list[ClipRecord]] = {}
+    for record in records:
+        cells.setdefault(cell_of(record.labels, cell_keys), []).append(record)
+    cell_rows = [
+        {
+            "cell": dict(zip(cell_keys, cell)),
+            "clips": len(members),
+            "failures": sum(record.failed for record in members),
+            "metrics": metric_stats(members, metrics),
+        }
+        for cell, members in sorted(cells.items(), key=lambda item: natural_key(item[0]))
+    ]
+    return {
+        "clips": len(records),
+        "failures": sum(record.failed for record in records),
+        "failed_clips": [{"clip_id": r.clip_id, "error": r.error} for r in records if r.failed],
+        "metrics": metric_stats(records, metrics),
+        "cells": cell_rows,
+        "worst_cell": worst_cell(cell_rows, metrics),
+        **realtime_totals(records),
+    }
+
+
+def worst_cell(cell_rows: list[dict[str, Any]], metrics: Sequence[MetricSpec]) -> dict[str, Any] | None:
+    """The cell with the worst mean of the headline metric (SI-SDRi if scored)."""
+    by_name = {metric.name: metric for metric in metrics}
+    name = HEADLINE_METRIC if HEADLINE_METRIC in by_name else next(iter(by_name), None)
+    if name is None:
+        return None
+    candidates = [row for row in cell_rows if row["metrics"][name]["n"]]
+    if not candidates:
+        return None
+    sign = 1 if by_name[name].higher_is_better else -1
+    row = min(candidates, key=lambda row: sign * row["metrics"][name]["mean"])
+    return {"metric": name, "cell": row["cell"], "mean": row["metrics"][name]["mean"]}
+
+
+def realtime_totals(records: Sequence[ClipRecord]) -> dict[str, float]:
+    """Picovoice's ``rtf``: total processing time over total audio duration
+    (CPU time here; wall time beside it), over the clips that ran."""
+    ran = [r for r in records if not r.failed]
+    duration = sum(r.duration for r in ran)
+    if not duration:
+        return {"rtf": math.nan, "rtf_wall": math.nan}
+    return {
+        "rtf": sum(r.cpu_seconds for r in ran) / duration,
+        "rtf_wall": sum(r.wall_seconds for r in ran) / duration,
+    }
