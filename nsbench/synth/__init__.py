@@ -1,0 +1,1 @@
+"""Signal generators for the embedded demo test set: synthetic speech and noises."""

@@ -1,0 +1,199 @@
+"""The CLI end to end: result files, their keys, report.md against the JSON, errors."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nsbench.cli import main
+from nsbench.hookspecs import hookimpl
+from nsbench.report import TABLE_COLUMNS, fmt
+
+from conftest import REPO_ROOT, tone_and_noise, write_wav
+
+EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
+ENGINE_KEYS = {
+    "engine", "dataset", "stoi", "rtf", "rtf_wall", "clips", "failures", "failed_clips", "metrics",
+    "cells", "worst_cell", "metric_definitions", "dataset_description", "provenance", "engine_info",
+}
+PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc"}
+CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path"}
+
+
+def make_folder_dataset(root: Path, count: int = 3) -> Path:
+    for index in range(count):
+        clean, noise = tone_and_noise(index)
+        write_wav(root / "clean" / f"utt{index}.wav", clean, 16000)
+        write_wav(root / "noisy" / f"utt{index}.wav", clean + noise, 16000)
+    return root
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """One small demo run shared by the tests that read its files."""
+    results = tmp_path_factory.mktemp("results")
+    audio = tmp_path_factory.mktemp("audio")
+    argv = ["--plugin", EXAMPLE_PLUGIN, "--engine", "spectral-subtraction", "--limit", "28",
+            "--results-folder", str(results), "--output-folder", str(audio), "--quiet"]
+    assert main(argv) == 0
+    return results / "demo", audio
+
+
+def test_demo_run_writes_every_file_with_the_documented_keys(demo_run):
+    folder, audio = demo_run
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "passthrough.clips.jsonl", "passthrough.json", "report.md",
+        "spectral-subtraction.clips.jsonl", "spectral-subtraction.json",
+    ]
+    for engine in ("passthrough", "spectral-subtraction"):
+        result = json.loads((folder / f"{engine}.json").read_text())
+        assert set(result) == ENGINE_KEYS
+        assert set(result["provenance"]) == PROVENANCE_KEYS
+        assert result["clips"] == 28 and result["failures"] == 0
+        assert re.fullmatch(r"[0-9a-f]{64}", result["dataset_description"]["content_sha256"])
+        for stats in result["metrics"].values():
+            assert set(stats) == {"n", "mean", "median", "mad"}
+        lines = (folder / f"{engine}.clips.jsonl").read_text().splitlines()
+        assert len(lines) == 28 and all(set(json.loads(line)) == CLIP_KEYS for line in lines)
+        assert len(list((audio / engine).glob("*.wav"))) == 28
+
+
+def test_picovoice_keys_are_the_clip_means(demo_run):
+    folder, _ = demo_run
+    result = json.loads((folder / "spectral-subtraction.json").read_text())
+    clips = [json.loads(line) for line in (folder / "spectral-subtraction.clips.jsonl").read_text().splitlines()]
+    stoi = [c["scores"]["stoi"] for c in clips if "stoi" in c["scores"]]
+    assert result["stoi"] == pytest.approx(np.mean(stoi))
+    assert result["rtf"] == pytest.approx(sum(c["cpu_seconds"] for c in clips) / sum(c["duration"] for c in clips))
+
+
+def test_passthrough_improves_nothing_on_any_demo_clip(demo_run):
+    folder, _ = demo_run
+    clips = [json.loads(line) for line in (folder / "passthrough.clips.jsonl").read_text().splitlines()]
+    gains = [c["scores"]["si_sdri"] for c in clips if "si_sdri" in c["scores"]]
+    # 28 clips: the 24 noisy cells, one music-only, one clean, two more noisy.
+    # Music-only and clean-voice clips have no SI-SDRi.
+    assert len(gains) == 26
+    assert all(gain == 0.0 for gain in gains)
+    music = [c["scores"]["music_attenuation_db"] for c in clips if "music_attenuation_db" in c["scores"]]
+    assert music and all(value == 0.0 for value in music)
+
+
+def report_rows(report: str) -> dict[tuple[str, str, str], list[str]]:
+    """The per-cell table of report.md: (noise, snr_db, engine) -> cells."""
+    table = report.split("## Per cell")[1].split("##")[0].strip().splitlines()
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    rows = {}
+    for line in table[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows[tuple(cells[:3])] = dict(zip(header, cells))
+    return rows
+
+
+def test_report_numbers_equal_the_json(demo_run):
+    folder, _ = demo_run
+    rows = report_rows((folder / "report.md").read_text())
+    checked = 0
+    for engine in ("passthrough", "spectral-subtraction"):
+        result = json.loads((folder / f"{engine}.json").read_text())
+        for cell in result["cells"]:
+            row = rows[(cell["cell"]["noise"], cell["cell"]["snr_db"], engine)]
+            assert row["n"] == str(cell["clips"])
+            for name, title, decimals in TABLE_COLUMNS:
+                expected = fmt(cell["metrics"][name]["mean"], decimals)
+                assert row[title] == expected, (engine, cell["cell"], title)
+                checked += expected != "–"
+    assert checked > 100
+
+
+def test_report_shows_baseline_first_and_worst_cell(demo_run):
+    folder, _ = demo_run
+    report = (folder / "report.md").read_text()
+    summary = report.split("## Per engine: mean and worst cell")[1].split("##")[0]
+    engine_rows = [line.split("|")[1].strip() for line in summary.strip().splitlines()[2:]]
+    assert engine_rows == ["passthrough", "spectral-subtraction"]
+    result = json.loads((folder / "spectral-subtraction.json").read_text())
+    worst = result["worst_cell"]
+    means = [c["metrics"]["si_sdri"]["mean"] for c in result["cells"] if c["metrics"]["si_sdri"]["n"]]
+    assert worst["metric"] == "si_sdri" and worst["mean"] == min(means)
+    assert f"noise={worst['cell']['noise']}, snr_db={worst['cell']['snr_db']}" in summary
+    assert "without mean removal" in report
+
+
+def test_folder_dataset_end_to_end(tmp_path):
+    data = make_folder_dataset(tmp_path / "my set")
+    assert main(["--dataset", "folder", "--data-folder", str(data), "--results-folder", str(tmp_path / "r"), "--quiet"]) == 0
+    result = json.loads((tmp_path / "r" / "folder" / "passthrough.json").read_text())
+    assert result["clips"] == 3 and result["cells"][0]["cell"] == {"set": "my set"}
+    assert result["metrics"]["si_sdri"]["mean"] == 0.0
+
+
+def test_folder_dataset_lists_unpaired_files(tmp_path, capsys):
+    data = make_folder_dataset(tmp_path / "d")
+    (data / "clean" / "utt1.wav").rename(data / "clean" / "other.wav")
+    assert main(["--dataset", "folder", "--data-folder", str(data), "--quiet"]) == 2
+    assert "2 files in only one of noisy/ and clean/" in capsys.readouterr().err
+    
+
+def test_a_broken_file_fails_its_clip_and_the_run_goes_on(tmp_path, capsys):
+    data = make_folder_dataset(tmp_path / "d")
+    (data / "noisy" / "utt1.wav").write_bytes(b"")
+    assert main(["--dataset", "folder", "--data-folder", str(data), "--results-folder", str(tmp_path / "r"), "--quiet"]) == 0
+    result = json.loads((tmp_path / "r" / "folder" / "passthrough.json").read_text())
+    assert result["failures"] == 1 and result["clips"] == 3
+    assert result["failed_clips"][0]["clip_id"] == "utt1"
+    assert "passthrough failed on utt1: cannot read" in capsys.readouterr().err
+
+
+def test_missing_data_folder_is_one_line(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    assert main(["--dataset", "folder", "--data-folder", str(missing)]) == 2
+    assert capsys.readouterr().err.strip() == f"nsbench: error: data folder not found: {missing}"
+
+
+def test_dataset_that_needs_a_folder_says_so(capsys):
+    assert main(["--dataset", "folder"]) == 2
+    assert "dataset 'folder' needs --data-folder" in capsys.readouterr().err
+
+
+class FlagPlugin:
+    """A plugin that adds a flag (add_arguments) and a dataset (register_datasets)
+    whose clips depend on it."""
+
+    @hookimpl
+    def add_arguments(self, parser):
+        parser.add_argument("--tone-count", type=int, default=1)
+
+    @hookimpl
+    def register_datasets(self, register):
+        from nsbench.types import Clip, ClipSource, DatasetSpec
+
+        def clips(options):
+            made = []
+            for index in range(options["tone_count"]):
+                clean, noise = tone_and_noise(index)
+                clip = Clip(f"tone{index}", clean + noise, clean, 16000, labels={"kind": "tone"})
+                made.append(ClipSource(clip.clip_id, (lambda c=clip: c), clip.labels))
+            return made
+
+        register(DatasetSpec(name="tones", clips=clips, description="test tones", cell_keys=("kind",)))
+
+
+def test_plugin_flags_reach_the_dataset(tmp_path, monkeypatch):
+    import nsbench.cli
+    from nsbench import plugins
+
+    original = plugins.get_plugin_manager
+
+    def with_flag_plugin(local, **kwargs):
+        manager = original(local, **kwargs)
+        manager.register(FlagPlugin())
+        return manager
+
+    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_flag_plugin)
+    assert main(["--dataset", "tones", "--tone-count", "4", "--results-folder", str(tmp_path), "--quiet"]) == 0
+    assert json.loads((tmp_path / "tones" / "passthrough.json").read_text())["clips"] == 4
