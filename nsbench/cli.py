@@ -17,10 +17,10 @@ from nsbench import provenance
 from nsbench.audio import write_audio
 from nsbench.plugins import get_plugin_manager
 from nsbench.registry import Registered, Registry, build_registry
-from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, report_markdown, write_json
+from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, file_stem, report_markdown, write_json
 from nsbench.runner import run_engine
 from nsbench.summary import summarise
-from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError
+from nsbench.types import ClipRecord, ClipSource, EngineSpec, MetricSpec, UserError
 
 LIST_CHOICES = ("engines", "datasets", "metrics", "plugins")
 EXIT_USER_ERROR = 2
@@ -97,7 +97,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         summary = summarise(records, metrics, dataset.cell_keys)
         extra = {**shared, "engine_info": engine_info(registry.engines.get(engine.name))}
         result = engine_result(engine.name, dataset.name, summary, metrics, extra)
-        write_json(folder / f"{engine.name}.json", result)
+        write_json(folder / f"{file_stem(engine.name)}.json", result)
         results.append(result)
     report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run)
     (folder / "report.md").write_text(report)
@@ -115,7 +115,7 @@ def run_and_log(
     folder: Path,
     args: argparse.Namespace,
 ) -> list[ClipRecord]:
-    log = ClipLog(folder / f"{engine.name}.clips.jsonl")
+    log = ClipLog(folder / f"{file_stem(engine.name)}.clips.jsonl")
     records = []
     progress = tqdm(total=len(sources), desc=engine.name, unit="clip", disable=args.quiet or None, file=sys.stderr)
     try:
@@ -126,7 +126,7 @@ def run_and_log(
             if record.failed:
                 tqdm.write(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}", file=sys.stderr)
             elif args.output_folder:
-                path = Path(args.output_folder) / engine.name / f"{record.clip_id}.wav"
+                path = Path(args.output_folder) / file_stem(engine.name) / f"{record.clip_id}.wav"
                 write_audio(path, outcome.output, outcome.sample_rate)
             progress.update()
     finally:

@@ -6,7 +6,9 @@ across plugins; unknown names get a "did you mean" (as lm-evaluation-harness).
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import functools
 import importlib.util
 from dataclasses import dataclass, field
 from typing import Callable, Generic, TypeVar
@@ -41,6 +43,10 @@ class Registered(Generic[SpecT]):
         return spec_version(self.spec) or self.plugin_version
 
 
+def build_with_argument(factory: Callable, argument: str, options: dict) -> object:
+    return factory({**options, "engine_argument": argument})
+
+
 def module_installed(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
@@ -67,10 +73,23 @@ class Kind(Generic[SpecT]):
     def get(self, name: str) -> Registered[SpecT]:
         if name in self.entries:
             return self.entries[name]
+        family = self.family_member(name)
+        if family is not None:
+            return family
         names = sorted(self.entries)
         guess = difflib.get_close_matches(name, names, n=1)
         hint = f" Did you mean: {guess[0]}?" if guess else ""
         raise UserError(f"Unknown {self.noun} '{name}'.{hint} Available: {', '.join(names)}")
+
+    def family_member(self, name: str) -> Registered[SpecT] | None:
+        """``python:pkg.mod:fn`` -> the ``python`` spec, renamed, its argument bound."""
+        prefix, _, argument = name.partition(":")
+        record = self.entries.get(prefix)
+        if not argument or record is None or not getattr(record.spec, "takes_argument", False):
+            return None
+        factory = functools.partial(build_with_argument, record.spec.factory, argument)
+        spec = dataclasses.replace(record.spec, name=name, factory=factory, takes_argument=False)
+        return Registered(spec, record.origin, record.plugin_version)
 
     def require_available(self, name: str) -> Registered[SpecT]:
         record = self.get(name)

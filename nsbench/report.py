@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -25,6 +26,11 @@ TABLE_COLUMNS = (
     ("rtf_cpu", "RTF", 3),
 )
 BASELINE_ENGINE = "passthrough"
+
+
+def file_stem(engine: str) -> str:
+    """A file name for an engine name such as ``command:tool --in {input}``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", engine).strip("_") or "engine"
 
 
 def write_json(path: Path, payload: Any) -> None:

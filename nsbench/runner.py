@@ -112,6 +112,8 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float]
         raw = engine.process(padded(engine_input, delay), **reference)
     except Exception as error:
         holder.discard()
+        if isinstance(error, ClipError):  # the adapter already said what went wrong
+            raise
         raise ClipError(f"engine raised {type(error).__name__}: {error}") from error
     check_output(raw, len(engine_input) + delay)
     output = resample(np.asarray(raw[delay : delay + len(engine_input)], dtype=np.float32), rate, clip.sample_rate)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -111,6 +111,9 @@ class EngineSpec:
     version: Callable[[], str] | str = ""
     oracle: bool = False
     default: bool = True  # run when the user names no engine
+    # A family named by prefix: "--engine python:pkg.mod:fn" builds the spec
+    # "python" with options["engine_argument"] = "pkg.mod:fn".
+    takes_argument: bool = False
 
 
 # --------------------------------------------------------------------------- datasets
@@ -216,7 +219,3 @@ def spec_version(spec: EngineSpec | DatasetSpec | MetricSpec) -> str:
     return version() if callable(version) else version
 
 
-def as_list(value: Iterable[str] | str | None) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)

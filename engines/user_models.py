@@ -1,0 +1,135 @@
+"""Your own model, without writing a plugin.
+
+``--engine python:package.module:attribute``: a function ``f(audio, sample_rate)
+-> audio`` (float32 mono in and out), or a class whose instances have
+``process(audio)`` and ``close()`` (and optionally ``sample_rate`` and ``delay``).
+
+``--engine 'command:tool --in {input} --out {output}'``: a program run once per
+clip, without a shell: the template is split like a shell would split it, then
+``{input}`` and ``{output}`` are replaced inside each argument, so a path with
+spaces, quotes or ``;`` stays one argument. It reads and writes audio files in
+the format ``--command-format`` at ``--command-rate``.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import soundfile
+
+from nsbench.audio import read_audio
+from nsbench.external import PrivateFolder, run_program
+from nsbench.hookspecs import hookimpl
+from nsbench.types import ClipError, EngineSpec, UserError
+
+DEFAULT_RATE = 16000
+# --command-format -> soundfile subtype of the input file we write.
+COMMAND_FORMATS = {"wav-float": "FLOAT", "wav-pcm16": "PCM_16"}
+
+
+class FunctionEngine:
+    """Wraps ``f(audio, sample_rate) -> audio``."""
+
+    def __init__(self, function: Callable[[np.ndarray, int], np.ndarray], sample_rate: int, delay: int):
+        self.function, self.sample_rate, self.delay = function, sample_rate, delay
+
+    def process(self, audio: np.ndarray) -> np.ndarray:
+        return self.function(audio, self.sample_rate)
+
+    def close(self) -> None:
+        pass
+
+
+def import_attribute(target: str) -> Any:
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise UserError(f"--engine python:{target}: expected python:package.module:function")
+    # The working directory first, as `python -m` would, so a user's model file is found.
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise UserError(f"--engine python:{target}: cannot import {module_name} ({error})") from error
+    try:
+        return getattr(module, attribute)
+    except AttributeError as error:
+        raise UserError(f"--engine python:{target}: {module_name} has no attribute {attribute}") from error
+
+
+def build_python(options: Mapping[str, Any]) -> Any:
+    target = options["engine_argument"]
+    obj = import_attribute(target)
+    rate = options.get("python_rate") or DEFAULT_RATE
+    if inspect.isclass(obj):
+        engine = obj()
+        if not callable(getattr(engine, "process", None)):
+            raise UserError(f"--engine python:{target}: the class has no process(audio) method")
+        engine.sample_rate = getattr(engine, "sample_rate", rate)
+        engine.delay = getattr(engine, "delay", 0)
+        if not callable(getattr(engine, "close", None)):
+            engine.close = lambda: None
+        return engine
+    if callable(obj):
+        return FunctionEngine(obj, rate, 0)
+    raise UserError(f"--engine python:{target}: {type(obj).__name__} is neither a function nor a class")
+
+
+class CommandEngine:
+    """Runs a program per clip on audio files in a private temporary folder."""
+
+    def __init__(self, template: str, sample_rate: int, file_format: str, timeout: float):
+        self.argv = shlex.split(template)
+        if not any("{input}" in arg for arg in self.argv) or not any("{output}" in arg for arg in self.argv):
+            raise UserError(f"--engine command:{template}: the command needs {{input}} and {{output}}")
+        self.sample_rate, self.delay = sample_rate, 0
+        self.subtype, self.timeout = COMMAND_FORMATS[file_format], timeout
+        self.folder = PrivateFolder("nsbench-command-")
+
+    def process(self, audio: np.ndarray) -> np.ndarray:
+        source, target = self.folder.path / "input.wav", self.folder.path / "output.wav"
+        target.unlink(missing_ok=True)  # a stale output must never pass for this clip's
+        soundfile.write(str(source), audio, self.sample_rate, subtype=self.subtype)
+        argv = [arg.replace("{input}", str(source)).replace("{output}", str(target)) for arg in self.argv]
+        run_program(argv, self.timeout, cwd=self.folder.path)
+        if not target.is_file():
+            raise ClipError(f"{Path(argv[0]).name} exited without writing {{output}}")
+        output, rate, _ = read_audio(target)
+        if rate != self.sample_rate:
+            raise ClipError(f"{Path(argv[0]).name} wrote {rate} Hz audio, expected {self.sample_rate} Hz")
+        return output
+
+    def close(self) -> None:
+        self.folder.close()
+
+
+def build_command(options: Mapping[str, Any]) -> CommandEngine:
+    return CommandEngine(
+        options["engine_argument"],
+        options.get("command_rate") or DEFAULT_RATE,
+        options.get("command_format") or "wav-float",
+        options.get("command_timeout") or 60.0,
+    )
+
+
+@hookimpl
+def add_arguments(parser):
+    group = parser.add_argument_group("your own model (--engine python:... or command:...)")
+    group.add_argument("--python-rate", type=int, default=DEFAULT_RATE, help="sample rate a python: function expects")
+    group.add_argument("--command-rate", type=int, default=DEFAULT_RATE, help="sample rate a command: engine reads and writes")
+    group.add_argument("--command-format", choices=sorted(COMMAND_FORMATS), default="wav-float", help="file format written for a command: engine")
+    group.add_argument("--command-timeout", type=float, default=60.0, help="seconds before a command: engine is killed (per clip)")
+
+
+@hookimpl
+def register_engines(register):
+    common = {"delay": 0, "default": False, "takes_argument": True}
+    register(EngineSpec(name="python", factory=build_python, sample_rate=DEFAULT_RATE,
+                        description="your Python function or class: --engine python:package.module:name", **common))
+    register(EngineSpec(name="command", factory=build_command, sample_rate=DEFAULT_RATE,
+                        description="your program, per clip: --engine 'command:tool --in {input} --out {output}'", **common))

@@ -1,0 +1,166 @@
+"""The user's own model: python:, command: and an installed plugin package."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from nsbench.cli import main
+from nsbench.plugins import get_plugin_manager
+from nsbench.registry import build_registry
+from nsbench.runner import run_engine
+from nsbench.types import UserError
+
+from conftest import REPO_ROOT
+from test_runner import metrics, sources
+
+sys.path.insert(0, str(REPO_ROOT))
+from examples import python_model  # noqa: E402
+
+
+def engine(name: str, **options):
+    spec = build_registry(get_plugin_manager(load_entry_points=False)).engines.require_available(name).spec
+    defaults = {"python_rate": 16000, "command_rate": 16000, "command_format": "wav-float", "command_timeout": 30.0}
+    return spec, {**defaults, **options}
+
+
+def outputs(name: str, count: int = 2, **options):
+    spec, opts = engine(name, **options)
+    return list(run_engine(spec, opts, sources(count), metrics("si_sdri")))
+
+
+def test_python_function_engine_runs_the_users_function():
+    outcomes = outputs("python:examples.python_model:denoise")
+    noisy = sources(1)[0].load().noisy
+    np.testing.assert_array_equal(outcomes[0].output, python_model.denoise(noisy, 16000))
+    assert outcomes[0].record.engine == "python:examples.python_model:denoise"
+
+
+def test_python_class_engine_runs_the_users_class():
+    outcomes = outputs("python:examples.python_model:Denoiser")
+    noisy = sources(1)[0].load().noisy
+    np.testing.assert_array_equal(outcomes[0].output, python_model.Denoiser().process(noisy))
+
+
+def test_python_engine_bad_targets_are_user_errors():
+    for target, message in [
+        ("python:examples.python_model", "expected python:package.module:function"),
+        ("python:no_such_pkg_xyz.mod:f", "cannot import no_such_pkg_xyz.mod"),
+        ("python:examples.python_model:missing", "has no attribute missing"),
+    ]:
+        spec, options = engine(target)
+        with pytest.raises(UserError, match=message):
+            list(run_engine(spec, options, sources(1), metrics("si_sdr")))
+
+
+def command(*argv: str) -> str:
+    import shlex
+
+    return "command:" + " ".join(shlex.quote(a) for a in argv)
+
+
+def test_command_engine_runs_the_program_per_clip():
+    outcomes = outputs(command(sys.executable, str(REPO_ROOT / "examples" / "command_model.py"), "--in", "{input}", "--out", "{output}"))
+    assert [o.record.failed for o in outcomes] == [False, False]
+    noisy = sources(1)[0].load().noisy
+    # The example gates its quietest frames to 0.3: output is a per-sample gain of 1 or 0.3.
+    ratio = (outcomes[0].output / np.where(noisy == 0, 1, noisy))[noisy != 0]
+    gated = np.isclose(ratio, 0.3, rtol=1e-5)
+    assert np.all(gated | np.isclose(ratio, 1.0, rtol=1e-5)) and 0 < gated.mean() < 1
+
+
+def test_command_arguments_with_spaces_quotes_and_semicolons_stay_whole(tmp_path):
+    program = tmp_path / "my model; rm -rf 'x'.py"
+    program.write_text(
+        textwrap.dedent(
+            """
+            import sys, shutil
+            assert len(sys.argv) == 3, sys.argv
+            shutil.copy(sys.argv[1], sys.argv[2])
+            """
+        )
+    )
+    outcomes = outputs(command(sys.executable, str(program), "{input}", "{output}"), count=1)
+    assert not outcomes[0].record.failed, outcomes[0].record.error
+    np.testing.assert_array_equal(outcomes[0].output, sources(1)[0].load().noisy)
+    assert (tmp_path / "x").exists() is False
+
+
+def faulty_program(tmp_path, fault: str):
+    """A program that fails with ``fault`` on its first run only (a marker file counts runs)."""
+    program = tmp_path / "faulty.py"
+    marker = tmp_path / "ran"
+    program.write_text(
+        "import os, shutil, signal, sys, time\n"
+        f"if not os.path.exists({str(marker)!r}):\n"
+        f"    open({str(marker)!r}, 'w').close()\n"
+        f"    {fault}\n"
+        "shutil.copy(sys.argv[1], sys.argv[2])\n"
+    )
+    return command(sys.executable, str(program), "{input}", "{output}")
+
+
+@pytest.mark.parametrize(
+    "fault, message, options",
+    [
+        ("sys.stderr.write('model weights missing'); sys.exit(3)", r"python3?[\d.]* failed \(exit code 3\): model weights missing", {}),
+        ("os.kill(os.getpid(), signal.SIGSEGV)", r"python3?[\d.]* failed \(signal 11\)", {}),
+        ("time.sleep(60)", r"python3?[\d.]* timed out after 1 s and was killed", {"command_timeout": 1.0}),
+        ("sys.exit(0)", r"python3?[\d.]* exited without writing \{output\}", {}),
+    ],
+)
+def test_command_failures_fail_one_clip_and_the_next_is_scored(tmp_path, fault, message, options):
+    import re
+
+    outcomes = outputs(faulty_program(tmp_path, fault), count=2, **options)
+    assert outcomes[0].record.failed and re.fullmatch(message, outcomes[0].record.error), outcomes[0].record.error
+    assert not outcomes[1].record.failed and "si_sdri" in outcomes[1].record.scores
+
+
+def test_command_without_placeholders_is_refused():
+    spec, options = engine("command:sox in.wav out.wav")
+    with pytest.raises(UserError, match=r"needs \{input\} and \{output\}"):
+        list(run_engine(spec, options, sources(1), metrics("si_sdr")))
+
+
+def test_command_engine_leaves_no_temporary_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    outputs(command(sys.executable, str(REPO_ROOT / "examples" / "command_model.py"), "--in", "{input}", "--out", "{output}"), count=1)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plugin_package_installs_and_is_found_by_entry_point(tmp_path):
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
+         str(REPO_ROOT / "examples" / "plugin_package")],
+        check=True, capture_output=True,
+    )
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "NSBENCH_CACHE": str(tmp_path / "cache")}
+    listing = subprocess.run(
+        [sys.executable, "benchmark.py", "--list", "engines"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout
+    row = next(line for line in listing.splitlines() if line.startswith("gentle-gate "))
+    assert "entry point (nsbench-example-plugin)" in row and "0.1.0" in row
+    results = tmp_path / "results"
+    subprocess.run(
+        [sys.executable, "benchmark.py", "--engine", "gentle-gate", "--limit", "3", "--quiet", "--results-folder", str(results)],
+        cwd=REPO_ROOT, env=env, check=True, capture_output=True,
+    )
+    result = json.loads((results / "demo" / "gentle-gate.json").read_text())
+    assert result["clips"] == 3 and result["engine_info"]["origin"] == "entry point (nsbench-example-plugin)"
+
+
+def test_cli_writes_engine_names_with_odd_characters_as_safe_file_names(tmp_path):
+    name = command(sys.executable, str(REPO_ROOT / "examples" / "command_model.py"), "--in", "{input}", "--out", "{output}")
+    assert main(["--engine", name, "--limit", "2", "--quiet", "--results-folder", str(tmp_path)]) == 0
+    files = sorted(p.name for p in (tmp_path / "demo").iterdir())
+    assert "passthrough.json" in files and len(files) == 5
+    assert all("/" not in f and "{" not in f and " " not in f for f in files)
