@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -88,14 +89,16 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     }
     results, not_run = [], {}
     for engine in engines:
+        engine_notes: list[str] = []
         try:
-            records = run_and_log(engine, options, sources, metrics, folder, args)
+            records = run_and_log(engine, options, sources, metrics, folder, args, engine_notes)
         except UserError as error:
             print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
             not_run[engine.name] = str(error)
             continue
         summary = summarise(records, metrics, dataset.cell_keys)
-        extra = {**shared, "engine_info": engine_info(registry.engines.get(engine.name))}
+        info = engine_info(registry.engines.get(engine.name), records, engine_notes)
+        extra = {**shared, "engine_info": info}
         result = engine_result(engine.name, dataset.name, summary, metrics, extra)
         write_json(folder / f"{file_stem(engine.name)}.json", result)
         results.append(result)
@@ -114,12 +117,13 @@ def run_and_log(
     metrics: list[MetricSpec],
     folder: Path,
     args: argparse.Namespace,
+    engine_notes: list[str],
 ) -> list[ClipRecord]:
     log = ClipLog(folder / f"{file_stem(engine.name)}.clips.jsonl")
     records = []
     progress = tqdm(total=len(sources), desc=engine.name, unit="clip", disable=args.quiet or None, file=sys.stderr)
     try:
-        for outcome in run_engine(engine, options, sources, metrics):
+        for outcome in run_engine(engine, options, sources, metrics, engine_notes):
             record = outcome.record
             records.append(record)
             log.add(record)
@@ -159,7 +163,7 @@ def select_metrics(names: list[str], registry: Registry) -> list[MetricSpec]:
     return [r.spec for r in registry.metrics if r.spec.default and r.available]
 
 
-def engine_info(record: Registered[EngineSpec]) -> dict[str, Any]:
+def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes: list[str]) -> dict[str, Any]:
     spec = record.spec
     return {
         "name": spec.name,
@@ -169,6 +173,10 @@ def engine_info(record: Registered[EngineSpec]) -> dict[str, Any]:
         "sample_rate": spec.sample_rate,
         "declared_delay": spec.delay,
         "oracle": spec.oracle,
+        # The delay actually removed, with the number of clips: an estimated
+        # delay (rnnoise with a user's binary) shows here.
+        "delays_removed": dict(Counter(r.delay for r in records if r.delay)),
+        "notes": notes,
     }
 
 

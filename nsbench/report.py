@@ -150,6 +150,14 @@ def legend(metrics: Sequence[MetricSpec]) -> str:
     return "\n".join(lines)
 
 
+def engine_line(result: Mapping[str, Any]) -> str:
+    info = result["engine_info"]
+    delays = "; ".join(f"{delay} on {count} clips" for delay, count in info["delays_removed"].items()) or "none"
+    oracle = " ORACLE: uses the clean reference, an upper bound, not an engine." if info["oracle"] else ""
+    notes = "".join(f" {note}." for note in info["notes"])
+    return f"- {result['engine']} {info['version']} ({info['origin']}): delay removed {delays}.{notes}{oracle}"
+
+
 def markdown_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(str(cell).replace("|", "/") for cell in cells) + " |"
 
@@ -174,6 +182,7 @@ def report_markdown(
         "## Metrics",
         legend(metrics),
     ]
+    parts += ["## Engines", *(engine_line(r) for r in ordered)]
     if not_run:
         parts += ["## Engines that did not run", *(f"- {name}: {why}" for name, why in not_run.items())]
     return "\n\n".join(parts) + "\n"

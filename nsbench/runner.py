@@ -44,6 +44,7 @@ class EngineHolder:
         self.spec = spec
         self.options = options
         self._engine: Engine | None = None
+        self.notes: list[str] = []
 
     def get(self) -> Engine:
         if self._engine is None:
@@ -56,6 +57,10 @@ class EngineHolder:
     def discard(self) -> None:
         engine, self._engine = self._engine, None
         if engine is not None:
+            # What the engine found out about itself (an estimated delay) outlives it.
+            for note in getattr(engine, "notes", []):
+                if note not in self.notes:
+                    self.notes.append(note)
             engine.close()
 
 
@@ -64,10 +69,12 @@ def run_engine(
     options: Mapping[str, Any],
     sources: Sequence[ClipSource],
     metrics: Sequence[MetricSpec],
+    engine_notes: list[str] | None = None,
 ) -> Iterator[Outcome]:
     """Run one engine over every clip. A clip that fails is recorded with its
     reason and the loop goes on. An engine that cannot be built raises
-    UserError before the first clip (the caller reports it and moves on)."""
+    UserError before the first clip (the caller reports it and moves on).
+    The engine's own notes (``engine.notes``) are added to ``engine_notes``."""
     holder = EngineHolder(spec, options)
     try:
         try:
@@ -80,6 +87,8 @@ def run_engine(
             yield run_clip(holder, source, metrics)
     finally:
         holder.discard()
+        if engine_notes is not None:
+            engine_notes.extend(holder.notes)
 
 
 def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricSpec]) -> Outcome:
@@ -89,7 +98,7 @@ def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricS
         record.notes.extend(clip.notes)
         record.duration = clip.duration
         record.source_path = clip.source_path
-        output, record.cpu_seconds, record.wall_seconds = process(holder, clip)
+        output, record.cpu_seconds, record.wall_seconds, record.delay = process(holder, clip)
         record.scores, record.undefined = score(clip, output, metrics, record)
     except ClipError as error:
         record.error = str(error)
@@ -97,12 +106,20 @@ def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricS
     return Outcome(record, output, clip.sample_rate)
 
 
-def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float]:
-    """Run the engine on one clip; returns (output at the clip's rate, CPU s, wall s)."""
+def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float, str]:
+    """Run the engine on one clip; returns (output at the clip's rate, CPU s,
+    wall s, the delay removed as "N samples at R Hz")."""
     try:
         engine = holder.get()
     except Exception as error:
         raise ClipError(f"engine could not be rebuilt: {type(error).__name__}: {error}") from error
+    try:
+        # Per-clip set-up that is not processing (a fresh model state) stays
+        # outside the timer, like model loading.
+        getattr(engine, "prepare", lambda: None)()
+    except Exception as error:
+        holder.discard()
+        raise ClipError(f"engine could not prepare: {type(error).__name__}: {error}") from error
     rate, delay = engine.sample_rate, engine.delay
     reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
     cpu_start, wall_start = cpu_seconds(), time.perf_counter()
@@ -118,7 +135,7 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float]
     check_output(raw, len(engine_input) + delay)
     output = resample(np.asarray(raw[delay : delay + len(engine_input)], dtype=np.float32), rate, clip.sample_rate)
     cpu, wall = cpu_seconds() - cpu_start, time.perf_counter() - wall_start
-    return fit_length(output, len(clip.noisy)), cpu, wall
+    return fit_length(output, len(clip.noisy)), cpu, wall, f"{delay} samples at {rate} Hz"
 
 
 def padded(audio: np.ndarray, count: int) -> np.ndarray:

@@ -81,6 +81,11 @@ class Engine(Protocol):
     ``process``: float32 mono in, float32 out of the same length. Oracle engines
     also receive the clean reference at the same rate as keyword ``clean``.
     ``close``: release processes, handles, temporary files.
+
+    Optional: ``prepare()``, called before each clip outside the timer (a fresh
+    model state, like model loading, is not processing time); ``notes``, a list
+    of strings the engine found out about itself (an estimated delay), copied
+    into the results.
     """
 
     sample_rate: int
@@ -205,6 +210,7 @@ class ClipRecord:
     cpu_seconds: float = float("nan")
     wall_seconds: float = float("nan")
     source_path: str = ""
+    delay: str = ""  # the delay the harness removed, "N samples at R Hz"
 
     @property
     def failed(self) -> bool:

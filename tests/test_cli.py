@@ -21,7 +21,7 @@ ENGINE_KEYS = {
     "cells", "worst_cell", "metric_definitions", "dataset_description", "provenance", "engine_info",
 }
 PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc"}
-CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path"}
+CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay"}
 
 
 def make_folder_dataset(root: Path, count: int = 3) -> Path:

@@ -217,3 +217,32 @@ def test_engines_registered_by_a_plugin_class_run_through_the_loop():
     spec = build_registry(manager).engines.get("nan-engine").spec
     records = [o.record for o in run_engine(spec, {}, sources(2), metrics("si_sdr"))]
     assert [r.failed for r in records] == [False, True]
+
+
+def test_prepare_runs_before_each_clip_outside_the_timer():
+    class SlowToPrepare(Passthrough):
+        prepared = 0
+
+        def prepare(self):
+            SlowToPrepare.prepared += 1
+            deadline = time.process_time() + 0.2
+            while time.process_time() < deadline:  # burn CPU like a model reload
+                pass
+
+    import time
+
+    records = [o.record for o in run_engine(engine_spec(lambda o: SlowToPrepare()), {}, sources(2), metrics("si_sdr"))]
+    assert SlowToPrepare.prepared == 2
+    assert all(r.cpu_seconds < 0.1 for r in records)
+
+
+def test_engine_notes_and_the_delay_removed_are_kept():
+    class Estimating(DelayingEngine):
+        def __init__(self):
+            super().__init__(480, declared=480)
+            self.notes = ["delay estimated by cross-correlation: 480 samples at 48000 Hz"]
+
+    notes: list[str] = []
+    outcomes = list(run_engine(engine_spec(lambda o: Estimating(), rate=48000), {}, sources(2), metrics("si_sdr"), notes))
+    assert notes == ["delay estimated by cross-correlation: 480 samples at 48000 Hz"]
+    assert [o.record.delay for o in outcomes] == ["480 samples at 48000 Hz"] * 2
