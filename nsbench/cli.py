@@ -96,6 +96,8 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
             print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
             not_run[engine.name] = str(error)
             continue
+        if not results:  # input notes are the same for every engine: say them once
+            print_clip_notes(records)
         summary = summarise(records, metrics, dataset.cell_keys)
         info = engine_info(registry.engines.get(engine.name), records, engine_notes)
         extra = {**shared, "engine_info": info}
@@ -137,6 +139,16 @@ def run_and_log(
         progress.close()
         log.close()
     return records
+
+
+def print_clip_notes(records: list[ClipRecord], shown: int = 5) -> None:
+    """Treatments applied to the input (downmix, resample, trim), a few shown;
+    every one is in the .clips.jsonl files."""
+    noted = [(r.clip_id, note) for r in records for note in r.notes]
+    for clip_id, note in noted[:shown]:
+        print(f"nsbench: note on {clip_id}: {note}", file=sys.stderr)
+    if len(noted) > shown:
+        print(f"nsbench: ... and {len(noted) - shown} more notes in the .clips.jsonl files", file=sys.stderr)
 
 
 def select_engines(names: list[str], registry: Registry) -> list[EngineSpec]:

@@ -132,6 +132,21 @@ def test_folder_dataset_end_to_end(tmp_path):
     assert result["metrics"]["si_sdri"]["mean"] == 0.0
 
 
+def test_stereo_and_rate_mismatch_are_noted_once(tmp_path, capsys):
+    data = make_folder_dataset(tmp_path / "d", count=1)
+    clean, noise = tone_and_noise(0)
+    write_wav(data / "noisy" / "utt0.wav", np.stack([clean + noise] * 2, axis=1), 16000)
+    write_wav(data / "clean" / "utt0.wav", clean[::2], 8000)
+    argv = ["--dataset", "folder", "--data-folder", str(data), "--results-folder", str(tmp_path / "r"), "--quiet",
+            "--plugin", EXAMPLE_PLUGIN, "--engine", "spectral-subtraction"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("nsbench: note on utt0: utt0.wav: 2 channels downmixed to mono") == 1
+    assert err.count("nsbench: note on utt0: clean resampled from 8000 Hz to 16000 Hz") == 1
+    record = json.loads((tmp_path / "r" / "folder" / "spectral-subtraction.clips.jsonl").read_text())
+    assert "clean resampled from 8000 Hz to 16000 Hz" in record["notes"]
+
+
 def test_folder_dataset_lists_unpaired_files(tmp_path, capsys):
     data = make_folder_dataset(tmp_path / "d")
     (data / "clean" / "utt1.wav").rename(data / "clean" / "other.wav")

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Times the default demo run and the per-clip cost of each metric.
+
+    python bench/bench_demo.py [--engine X ...]
+
+Prints: demo-set generation time (in a fresh cache), the wall and CPU time of
+the default run (every available engine, or the ones named), and for each
+metric its median CPU cost per 4-second clip, with its share of the metric
+total and its ratio to SI-SDR (the cheapest full-clip metric) measured in the
+same run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from nsbench.cli import main  # noqa: E402
+from nsbench.plugins import get_plugin_manager  # noqa: E402
+from nsbench.registry import build_registry  # noqa: E402
+from nsbench.types import MetricInputs, MetricUndefined  # noqa: E402
+
+
+def timed(function) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    function()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def metric_costs(clips, metrics) -> dict[str, float]:
+    costs = {}
+    for metric in metrics:
+        samples = []
+        for clip in clips:
+            inputs = MetricInputs(clip.noisy * 0.9, clip.clean, clip.noisy, clip.sample_rate, 0.1, 0.1)
+            start = time.process_time()
+            try:
+                metric.func(inputs)
+            except MetricUndefined:
+                continue
+            samples.append(time.process_time() - start)
+        costs[metric.name] = statistics.median(samples) if samples else float("nan")
+    return costs
+
+
+def run(engines: list[str]) -> None:
+    cache = tempfile.mkdtemp(prefix="nsbench-bench-")
+    os.environ["NSBENCH_CACHE"] = cache
+    registry = build_registry(get_plugin_manager())
+    demo = registry.datasets.get("demo").spec
+    generation = timed(lambda: demo.clips({"demo_seed": 2020}))
+    print(f"demo set generation: {generation[0]:.1f} s wall, {generation[1]:.1f} s CPU (56 clips of 4 s)")
+
+    results = tempfile.mkdtemp(prefix="nsbench-bench-results-")
+    argv = ["--quiet", "--results-folder", results] + [a for name in engines for a in ("--engine", name)]
+    wall, cpu = timed(lambda: main(argv))
+    print(f"default demo run ({' '.join(engines) or 'all available engines'}): {wall:.1f} s wall, {cpu:.1f} s CPU in this process")
+
+    clips = [source.load() for source in demo.clips({"demo_seed": 2020})]
+    metrics = [record.spec for record in registry.metrics if record.available]
+    costs = metric_costs(clips, metrics)
+    total = sum(c for c in costs.values() if c == c)
+    print(f"\nper-clip metric cost (median CPU over {len(clips)} demo clips; total {total * 1000:.1f} ms per clip and engine)")
+    print(f"{'metric':24s} {'ms':>8s} {'share':>7s} {'x si_sdr':>9s}")
+    for name, cost in sorted(costs.items(), key=lambda item: -item[1]):
+        print(f"{name:24s} {cost * 1000:8.2f} {cost / total:7.1%} {cost / costs['si_sdr']:9.1f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", action="append", default=[])
+    run(parser.parse_args().engine)
