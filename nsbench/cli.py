@@ -40,9 +40,23 @@ def build_parser(manager) -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, help="run only the first N clips (the demo set orders them to cover every cell early)")
     parser.add_argument("--plugin", action="append", default=[], help="load a plugin: path/to/file.py or package.module")
     parser.add_argument("--list", choices=LIST_CHOICES, help="list what is registered and exit")
+    parser.add_argument("--seeds", type=parse_seeds, help="run seeded engines once per seed: 0-9, or 0,3,7")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no table at the end")
     manager.hook.add_arguments(parser=parser)
     return parser
+
+
+def parse_seeds(text: str) -> list[int]:
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            first, _, last = part.partition("-")
+            seeds += list(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds like 0-9 or 0,3,7, got {text!r}") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"no seeds in {text!r}")
+    return seeds
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,18 +135,30 @@ def run_and_log(
     args: argparse.Namespace,
     engine_notes: list[str],
 ) -> list[ClipRecord]:
+    seeds: list[int | None] = [None]
+    if args.seeds and engine.seeded:
+        seeds = list(args.seeds)
+    elif args.seeds:
+        engine_notes.append("deterministic: run once, --seeds does not apply")
     log = ClipLog(folder / f"{file_stem(engine.name)}.clips.jsonl")
     records = []
-    progress = tqdm(total=len(sources), desc=engine.name, unit="clip", disable=args.quiet or None, file=sys.stderr)
+    total = len(sources) * len(seeds)
+    progress = tqdm(total=total, desc=engine.name, unit="clip", disable=args.quiet or None, file=sys.stderr)
+    outcomes = (
+        outcome
+        for seed in seeds
+        for outcome in run_engine(engine, {**options, "seed": seed}, sources, metrics, engine_notes)
+    )
     try:
-        for outcome in run_engine(engine, options, sources, metrics, engine_notes):
+        for outcome in outcomes:
             record = outcome.record
             records.append(record)
             log.add(record)
             if record.failed:
                 tqdm.write(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}", file=sys.stderr)
             elif args.output_folder:
-                path = Path(args.output_folder) / file_stem(engine.name) / f"{record.clip_id}.wav"
+                name = record.clip_id if record.seed is None else f"{record.clip_id}_seed{record.seed}"
+                path = Path(args.output_folder) / file_stem(engine.name) / f"{name}.wav"
                 write_audio(path, outcome.output, outcome.sample_rate)
             progress.update()
     finally:
@@ -188,7 +214,7 @@ def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes
         # The delay actually removed, with the number of clips: an estimated
         # delay (rnnoise with a user's binary) shows here.
         "delays_removed": dict(Counter(r.delay for r in records if r.delay)),
-        "notes": notes,
+        "notes": list(dict.fromkeys(notes)),  # once each, however many seeds ran
     }
 
 

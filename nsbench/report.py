@@ -81,6 +81,7 @@ def engine_result(
         "rtf": summary["rtf"],
         "rtf_wall": summary["rtf_wall"],
         "clips": summary["clips"],
+        "runs": summary["runs"],
         "failures": summary["failures"],
         "failed_clips": summary["failed_clips"],
         "metrics": summary["metrics"],

@@ -92,7 +92,9 @@ def run_engine(
 
 
 def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricSpec]) -> Outcome:
-    record = ClipRecord(engine=holder.spec.name, clip_id=source.clip_id, labels=dict(source.labels))
+    record = ClipRecord(
+        engine=holder.spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=holder.options.get("seed")
+    )
     try:
         clip = source.load()
         record.notes.extend(clip.notes)

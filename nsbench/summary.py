@@ -45,12 +45,39 @@ def natural_key(cell: tuple[str, ...]) -> tuple:
 
 
 def metric_stats(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:
+    """Per metric: statistics over clips. A clip run with several seeds counts
+    once, by its mean over seeds (the Biodenoising seed card's aggregation);
+    then ``pooled`` adds the statistics over every clip x seed row, with a
+    bootstrap 95% CI of the median (the variant earthspecies' results.py reports)."""
     scored = [record for record in records if not record.failed]
+    seeded = len({record.seed for record in scored}) > 1
     stats = {}
     for metric in metrics:
-        values = [record.scores[metric.name] for record in scored if metric.name in record.scores]
-        stats[metric.name] = describe(values)
+        by_clip: dict[str, list[float]] = {}
+        for record in scored:
+            if metric.name in record.scores:
+                by_clip.setdefault(record.clip_id, []).append(record.scores[metric.name])
+        stats[metric.name] = describe([float(np.mean(values)) for values in by_clip.values()])
+        if seeded:
+            rows = [value for values in by_clip.values() for value in values]
+            stats[metric.name]["pooled"] = {**describe(rows), "median_ci95": bootstrap_median_ci(rows)}
     return stats
+
+
+# Fixed so that the same records always give the same interval.
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_RESAMPLES = 1000
+
+
+def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[float]:
+    """Percentile bootstrap confidence interval of the median."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.size == 0:
+        return [math.nan, math.nan]
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    medians = np.median(rng.choice(array, size=(BOOTSTRAP_RESAMPLES, len(array)), replace=True), axis=1)
+    tail = (1 - level) / 2 * 100
+    return [float(np.percentile(medians, tail)), float(np.percentile(medians, 100 - tail))]
 
 
 def summarise(
@@ -63,14 +90,15 @@ def summarise(
     cell_rows = [
         {
             "cell": dict(zip(cell_keys, cell)),
-            "clips": len(members),
+            "clips": len({record.clip_id for record in members}),
             "failures": sum(record.failed for record in members),
             "metrics": metric_stats(members, metrics),
         }
         for cell, members in sorted(cells.items(), key=lambda item: natural_key(item[0]))
     ]
     return {
-        "clips": len(records),
+        "clips": len({record.clip_id for record in records}),
+        "runs": len(records),  # clips x seeds
         "failures": sum(record.failed for record in records),
         "failed_clips": [{"clip_id": r.clip_id, "error": r.error} for r in records if r.failed],
         "metrics": metric_stats(records, metrics),

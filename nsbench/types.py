@@ -119,6 +119,9 @@ class EngineSpec:
     # A family named by prefix: "--engine python:pkg.mod:fn" builds the spec
     # "python" with options["engine_argument"] = "pkg.mod:fn".
     takes_argument: bool = False
+    # The factory reads options["seed"]: with --seeds the engine runs once per
+    # seed. Deterministic engines (False) run once whatever --seeds says.
+    seeded: bool = False
 
 
 # --------------------------------------------------------------------------- datasets
@@ -211,6 +214,7 @@ class ClipRecord:
     wall_seconds: float = float("nan")
     source_path: str = ""
     delay: str = ""  # the delay the harness removed, "N samples at R Hz"
+    seed: int | None = None  # the engine's seed, for seeded engines run with --seeds
 
     @property
     def failed(self) -> bool:

@@ -17,11 +17,11 @@ from conftest import REPO_ROOT, tone_and_noise, write_wav
 
 EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
 ENGINE_KEYS = {
-    "engine", "dataset", "stoi", "rtf", "rtf_wall", "clips", "failures", "failed_clips", "metrics",
+    "engine", "dataset", "stoi", "rtf", "rtf_wall", "clips", "runs", "failures", "failed_clips", "metrics",
     "cells", "worst_cell", "metric_definitions", "dataset_description", "provenance", "engine_info",
 }
 PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc"}
-CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay"}
+CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay", "seed"}
 
 
 def make_folder_dataset(root: Path, count: int = 3) -> Path:
@@ -212,3 +212,59 @@ def test_plugin_flags_reach_the_dataset(tmp_path, monkeypatch):
     monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_flag_plugin)
     assert main(["--dataset", "tones", "--tone-count", "4", "--results-folder", str(tmp_path), "--quiet"]) == 0
     assert json.loads((tmp_path / "tones" / "passthrough.json").read_text())["clips"] == 4
+
+
+class SeededPlugin:
+    """An engine whose output depends on its seed, as a generative model's does."""
+
+    @hookimpl
+    def register_engines(self, register):
+        from nsbench.builtin.engines.passthrough import Passthrough
+        from nsbench.types import EngineSpec
+
+        class Dithering(Passthrough):
+            def __init__(self, seed):
+                super().__init__()
+                self.rng = np.random.default_rng(seed)
+
+            def process(self, audio):
+                return (audio + 0.01 * self.rng.standard_normal(len(audio))).astype(np.float32)
+
+        register(EngineSpec(name="dithering", factory=lambda options: Dithering(options["seed"]),
+                            description="seeded test engine", sample_rate=16000, delay=0, seeded=True))
+
+
+def test_seeds_run_seeded_engines_once_per_seed_and_deterministic_ones_once(tmp_path, monkeypatch):
+    import nsbench.cli
+    from nsbench import plugins
+
+    original = plugins.get_plugin_manager
+
+    def with_seeded(local, **kwargs):
+        manager = original(local, **kwargs)
+        manager.register(SeededPlugin())
+        return manager
+
+    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_seeded)
+    data = make_folder_dataset(tmp_path / "d", count=2)
+    argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "dithering", "--seeds", "0-2",
+            "--results-folder", str(tmp_path / "r"), "--quiet"]
+    assert main(argv) == 0
+    folder = tmp_path / "r" / "folder"
+    rows = [json.loads(line) for line in (folder / "dithering.clips.jsonl").read_text().splitlines()]
+    assert sorted((r["clip_id"], r["seed"]) for r in rows) == [(f"utt{c}", s) for c in range(2) for s in range(3)]
+    assert len({r["scores"]["si_sdr"] for r in rows}) == 6  # each seed gives a different output
+    result = json.loads((folder / "dithering.json").read_text())
+    assert result["clips"] == 2 and result["runs"] == 6
+    per_clip = [np.mean([r["scores"]["si_sdr"] for r in rows if r["clip_id"] == c]) for c in ("utt0", "utt1")]
+    assert result["metrics"]["si_sdr"]["median"] == pytest.approx(np.median(per_clip))
+    assert result["metrics"]["si_sdr"]["pooled"]["n"] == 6
+    baseline = json.loads((folder / "passthrough.json").read_text())
+    assert baseline["runs"] == 2 and "deterministic: run once, --seeds does not apply" in baseline["engine_info"]["notes"]
+
+
+def test_bad_seeds_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--seeds", "zero"])
+    assert exit_info.value.code == 2
+    assert "expected seeds like 0-9 or 0,3,7, got 'zero'" in capsys.readouterr().err

@@ -1,0 +1,61 @@
+"""Aggregation on hand-computed numbers: per cell, worst cell, seeds, bootstrap."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nsbench.summary import bootstrap_median_ci, describe, summarise
+from nsbench.types import ClipRecord, MetricSpec
+
+
+def metric(name: str = "si_sdri", higher: bool = True) -> MetricSpec:
+    return MetricSpec(name=name, func=lambda inputs: 0.0, unit="dB", higher_is_better=higher, description="", ignores="")
+
+
+def record(clip: str, value: float | None, cell: str = "a", seed: int | None = None) -> ClipRecord:
+    r = ClipRecord(engine="e", clip_id=clip, labels={"cell": cell}, seed=seed, duration=1.0, cpu_seconds=0.1, wall_seconds=0.2)
+    if value is None:
+        r.error = "broken"
+    else:
+        r.scores = {"si_sdri": value}
+    return r
+
+
+def test_describe_mean_median_mad():
+    assert describe([1.0, 2.0, 4.0, 10.0]) == {"n": 4, "mean": 4.25, "median": 3.0, "mad": 1.5}
+
+
+def test_cells_worst_cell_and_failures():
+    records = [record("x1", 1.0, "a"), record("x2", 3.0, "a"), record("y1", -2.0, "b"), record("y2", None, "b")]
+    summary = summarise(records, [metric()], ["cell"])
+    cells = {row["cell"]["cell"]: row for row in summary["cells"]}
+    assert cells["a"]["metrics"]["si_sdri"]["mean"] == 2.0
+    assert cells["b"]["clips"] == 2 and cells["b"]["failures"] == 1 and cells["b"]["metrics"]["si_sdri"]["n"] == 1
+    assert summary["worst_cell"] == {"metric": "si_sdri", "cell": {"cell": "b"}, "mean": -2.0}
+    assert summary["failed_clips"] == [{"clip_id": "y2", "error": "broken"}]
+    assert summary["rtf"] == pytest.approx(0.1) and summary["rtf_wall"] == pytest.approx(0.2)
+
+
+def test_seeds_mean_per_clip_then_median_and_mad_over_clips():
+    # Seed card aggregation: per clip mean over seeds, then median/MAD over clips.
+    values = {"c1": [1.0, 3.0], "c2": [10.0, 20.0], "c3": [4.0, 4.0]}
+    records = [record(clip, v, seed=s) for clip, vs in values.items() for s, v in enumerate(vs)]
+    stats = summarise(records, [metric()], ["cell"])["metrics"]["si_sdri"]
+    # Clip means: 2, 15, 4 -> median 4, MAD median(|2-4|, |15-4|, |4-4|) = 2.
+    assert (stats["n"], stats["median"], stats["mad"]) == (3, 4.0, 2.0)
+    assert stats["mean"] == pytest.approx(7.0)
+    pooled = stats["pooled"]
+    # Pooled rows 1, 3, 10, 20, 4, 4 -> median 4, MAD median(3, 1, 6, 16, 0, 0) = 2.
+    assert (pooled["n"], pooled["median"], pooled["mad"]) == (6, 4.0, 2.0)
+    low, high = pooled["median_ci95"]
+    assert low <= 4.0 <= high
+
+
+def test_bootstrap_ci_of_the_median_covers_the_true_median_about_95_percent():
+    rng = np.random.default_rng(1)
+    covered = 0
+    for _ in range(200):
+        sample = rng.normal(5.0, 2.0, size=60)
+        low, high = bootstrap_median_ci(sample)
+        covered += low <= 5.0 <= high
+    assert 0.88 <= covered / 200 <= 0.99
