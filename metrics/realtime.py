@@ -11,7 +11,7 @@ import math
 from typing import Callable
 
 from nsbench.hookspecs import hookimpl
-from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.types import ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined
 
 
 def real_time_factor(seconds: float, duration: float) -> float:
@@ -47,6 +47,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ),
         ignores="quality; waiting (sleep, I/O) and how many cores: every thread's CPU adds up",
         needs_voice=False,
+        tasks=(ENHANCEMENT, SEPARATION),
     ))
     register(MetricSpec(
         name="rtf_wall",
@@ -59,4 +60,5 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ),
         ignores="quality; total CPU spent: a multithreaded engine looks cheaper, a busy machine slower",
         needs_voice=False,
+        tasks=(ENHANCEMENT, SEPARATION),
     ))

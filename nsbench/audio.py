@@ -15,16 +15,19 @@ RESAMPLE_QUALITY = "HQ"
 
 
 def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Mono (samples,) or several sources (sources, samples)."""
     if from_rate == to_rate:
         return audio
-    return soxr.resample(audio, from_rate, to_rate, quality=RESAMPLE_QUALITY).astype(np.float32)
+    # soxr takes (samples, channels): sources go through as channels.
+    return soxr.resample(audio.T, from_rate, to_rate, quality=RESAMPLE_QUALITY).T.astype(np.float32)
 
 
 def fit_length(audio: np.ndarray, length: int) -> np.ndarray:
-    """Trim or zero-pad the end to ``length`` samples."""
-    if len(audio) >= length:
-        return audio[:length]
-    return np.concatenate([audio, np.zeros(length - len(audio), dtype=audio.dtype)])
+    """Trim or zero-pad the end (last axis) to ``length`` samples."""
+    if audio.shape[-1] >= length:
+        return audio[..., :length]
+    padding = np.zeros((*audio.shape[:-1], length - audio.shape[-1]), dtype=audio.dtype)
+    return np.concatenate([audio, padding], axis=-1)
 
 
 def read_audio(path: str | Path) -> tuple[np.ndarray, int, list[str]]:
@@ -49,9 +52,10 @@ def read_audio(path: str | Path) -> tuple[np.ndarray, int, list[str]]:
 
 
 def write_audio(path: str | Path, audio: np.ndarray, rate: int) -> None:
+    """Mono, or (sources, samples) as one channel per source."""
     # Float WAV keeps engine outputs unquantised for later listening or re-scoring.
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    soundfile.write(str(path), audio, rate, subtype="FLOAT")
+    soundfile.write(str(path), audio.T, rate, subtype="FLOAT")
 
 
 def load_pair(

@@ -134,8 +134,9 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float,
         if isinstance(error, ClipError):  # the adapter already said what went wrong
             raise
         raise ClipError(f"engine raised {type(error).__name__}: {error}") from error
-    check_output(raw, len(engine_input) + delay)
-    output = resample(np.asarray(raw[delay : delay + len(engine_input)], dtype=np.float32), rate, clip.sample_rate)
+    check_output(raw, len(engine_input) + delay, several_allowed=clip.is_separation)
+    kept = np.asarray(raw, dtype=np.float32)[..., delay : delay + len(engine_input)]
+    output = resample(kept, rate, clip.sample_rate)
     cpu, wall = cpu_seconds() - cpu_start, time.perf_counter() - wall_start
     return fit_length(output, len(clip.noisy)), cpu, wall, f"{delay} samples at {rate} Hz"
 
@@ -151,18 +152,30 @@ def cpu_seconds() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
-def check_output(output: object, expected_length: int) -> None:
+def check_output(output: object, expected_length: int, several_allowed: bool = False) -> None:
+    """Mono (1-D); on separation clips also (sources, samples)."""
     if not isinstance(output, np.ndarray):
         raise ClipError(f"engine returned {type(output).__name__}, expected a numpy array")
-    if output.ndim != 1:
-        raise ClipError(f"engine returned an array of shape {output.shape}, expected mono (1-D)")
+    if several_allowed and output.ndim == 2 and output.shape[0] >= 1:
+        pass
+    elif output.ndim != 1:
+        expected = "mono (1-D) or (sources, samples)" if several_allowed else "mono (1-D)"
+        raise ClipError(f"engine returned an array of shape {output.shape}, expected {expected}")
     if not np.issubdtype(output.dtype, np.floating):
         raise ClipError(f"engine returned dtype {output.dtype}, expected floating point")
-    if len(output) != expected_length:
-        raise ClipError(f"engine returned {len(output)} samples for {expected_length} in")
+    if output.shape[-1] != expected_length:
+        raise ClipError(f"engine returned {output.shape[-1]} samples for {expected_length} in")
     bad = int(np.count_nonzero(~np.isfinite(output)))
     if bad:
         raise ClipError(f"engine output has {bad} NaN or Inf samples")
+
+
+def separated(output: np.ndarray, clip: Clip) -> np.ndarray | None:
+    """The engine's sources on a separation clip. A single-output engine's
+    output is copied to every source slot, as FUSS's mixture-copy baseline."""
+    if not clip.is_separation:
+        return None
+    return output if output.ndim == 2 else np.tile(output, (len(clip.sources), 1))
 
 
 def score(
@@ -175,10 +188,14 @@ def score(
         sample_rate=clip.sample_rate,
         cpu_seconds=record.cpu_seconds,
         wall_seconds=record.wall_seconds,
+        reference_sources=clip.sources,
+        output_sources=separated(output, clip),
     )
     scores: dict[str, float] = {}
     undefined: dict[str, str] = {}
     for metric in metrics:
+        if clip.task not in metric.tasks:
+            continue
         if metric.needs_voice and not clip.has_voice:
             undefined[metric.name] = "no voice in this clip"
             continue

@@ -26,6 +26,10 @@ class MetricUndefined(Exception):
 
 # --------------------------------------------------------------------------- clips
 
+# What a clip asks of an engine; a metric declares which it scores.
+ENHANCEMENT = "enhancement"
+SEPARATION = "separation"
+
 
 @dataclass(frozen=True)
 class Clip:
@@ -33,7 +37,9 @@ class Clip:
 
     ``clean`` is the target the engine should produce; on a music-only clip it is
     all zeros (the user wants silence). ``noise`` is the interfering stem (noise or
-    music) where the dataset knows it.
+    music) where the dataset knows it. ``sources`` makes it a separation clip
+    (FUSS): the reference sources, (sources, samples); engines may then return
+    several outputs, and only separation metrics apply.
     """
 
     clip_id: str
@@ -44,6 +50,7 @@ class Clip:
     labels: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     source_path: str = ""
+    sources: np.ndarray | None = None
 
     @property
     def duration(self) -> float:
@@ -52,6 +59,14 @@ class Clip:
     @property
     def has_voice(self) -> bool:
         return bool(np.any(self.clean))
+
+    @property
+    def is_separation(self) -> bool:
+        return self.sources is not None
+
+    @property
+    def task(self) -> str:
+        return SEPARATION if self.is_separation else ENHANCEMENT
 
 
 @dataclass(frozen=True)
@@ -155,8 +170,10 @@ class DatasetSpec:
 class MetricInputs:
     """Everything a metric may look at for one clip and one engine.
 
-    Arrays are float32 mono at ``sample_rate``, all the same length, with the
-    engine's delay already removed.
+    Arrays are float32 at ``sample_rate``, all the same length, with the
+    engine's delay already removed. On separation clips ``reference_sources``
+    and ``output_sources`` are (sources, samples); ``output`` is then what the
+    engine returned (mono or several sources).
     """
 
     output: np.ndarray
@@ -165,6 +182,8 @@ class MetricInputs:
     sample_rate: int
     cpu_seconds: float = float("nan")
     wall_seconds: float = float("nan")
+    reference_sources: np.ndarray | None = None
+    output_sources: np.ndarray | None = None
 
     @property
     def duration(self) -> float:
@@ -193,6 +212,7 @@ class MetricSpec:
     install: str = ""
     version: Callable[[], str] | str = ""
     default: bool = True
+    tasks: tuple[str, ...] = (ENHANCEMENT,)  # the clips it scores; others skip it
 
 
 # --------------------------------------------------------------------------- results

@@ -246,3 +246,49 @@ def test_engine_notes_and_the_delay_removed_are_kept():
     outcomes = list(run_engine(engine_spec(lambda o: Estimating(), rate=48000), {}, sources(2), metrics("si_sdr"), notes))
     assert notes == ["delay estimated by cross-correlation: 480 samples at 48000 Hz"]
     assert [o.record.delay for o in outcomes] == ["480 samples at 48000 Hz"] * 2
+
+
+def separation_source(clip_id: str = "mix") -> ClipSource:
+    clean, noise = tone_and_noise(0)
+    sources_ = np.stack([clean, noise, np.zeros_like(clean), np.zeros_like(clean)])
+    clip = Clip(clip_id=clip_id, noisy=clean + noise, clean=np.zeros_like(clean), sample_rate=16000, sources=sources_)
+    return ClipSource(clip_id=clip_id, load=lambda: clip)
+
+
+def test_separation_clips_take_several_outputs_at_another_rate_with_delay():
+    class Separator:
+        sample_rate, delay = 48000, 96
+
+        def process(self, audio):
+            late = np.concatenate([np.zeros(self.delay, np.float32), audio[: -self.delay]])
+            return np.stack([late, 0.5 * late])
+
+        def close(self):
+            pass
+
+    [outcome] = run_engine(engine_spec(lambda o: Separator(), rate=48000, delay=96), {}, [separation_source()], metrics("rtf_cpu", "si_sdr"))
+    assert not outcome.record.failed, outcome.record.error
+    assert outcome.output.shape == (2, 32000)
+    mixture = separation_source().load().noisy
+    round_trip = resample(resample(mixture, 16000, 48000), 48000, 16000)
+    assert si_sdr(outcome.output[0], round_trip) > 60 and si_sdr(outcome.output[1], round_trip) > 60
+    # Enhancement metrics do not apply to a separation clip; timing does.
+    assert set(outcome.record.scores) == {"rtf_cpu"} and outcome.record.undefined == {}
+
+
+def test_a_single_output_engine_fills_every_source_slot():
+    from nsbench.runner import separated
+
+    clip = separation_source().load()
+    output = clip.noisy.copy()
+    np.testing.assert_array_equal(separated(output, clip), np.stack([output] * 4))
+    assert separated(output, Clip("x", output, output, 16000)) is None
+
+
+def test_several_outputs_on_an_enhancement_clip_are_refused():
+    class TwoOut(Passthrough):
+        def process(self, audio):
+            return np.stack([audio, audio])
+
+    [outcome] = run_engine(engine_spec(lambda o: TwoOut()), {}, sources(1), metrics("si_sdr"))
+    assert outcome.record.error == "engine returned an array of shape (2, 32000), expected mono (1-D)"
