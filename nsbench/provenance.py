@@ -41,12 +41,33 @@ def git_commit() -> str:
     return commit + ("+dirty" if dirty else "")
 
 
+# Flags whose values must never reach a result file (shared, committed, published).
+SECRET_FLAG_WORDS = ("key", "token", "password", "secret")
+
+
+def redacted(argv: list[str]) -> list[str]:
+    """The command line with secret values (``--picovoice-access-key K``) masked."""
+    def secret(flag: str) -> bool:
+        return flag.startswith("--") and any(word in flag.lower() for word in SECRET_FLAG_WORDS)
+
+    shown: list[str] = []
+    for index, arg in enumerate(argv):
+        flag, equals, _ = arg.partition("=")
+        if equals and secret(flag):
+            shown.append(f"{flag}=***")
+        elif index > 0 and secret(argv[index - 1]) and "=" not in argv[index - 1]:
+            shown.append("***")
+        else:
+            shown.append(arg)
+    return shown
+
+
 def collect(argv: list[str], extra_packages: Iterable[str] = ()) -> dict[str, Any]:
     from nsbench import __version__
 
     return {
         "nsbench_version": __version__,
-        "command_line": [sys.argv[0], *argv],
+        "command_line": [sys.argv[0], *redacted(argv)],
         "git_commit": git_commit(),
         "python": platform.python_version(),
         "platform": platform.platform(),
