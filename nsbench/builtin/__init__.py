@@ -18,7 +18,7 @@ __path__ = [str(REPO_ROOT)]
 # Folder -> built-in modules, in the order they register. Each module defines
 # hook implementations at module level.
 BUILTIN_MODULES = {
-    "engines": ["passthrough", "user_models", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "oracle_masks", "koala"],
+    "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "oracle_masks", "koala"],
     "datasets": ["demo", "folder"],
     "metrics": ["sisdr", "intelligibility", "levels", "realtime"],
 }

@@ -1,0 +1,1 @@
+"""Small programs nsbench runs as subprocesses (``python -m nsbench.tools.NAME``)."""

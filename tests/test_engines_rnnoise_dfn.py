@@ -1,0 +1,207 @@
+"""RNNoise (as an rnnoise_demo program per clip) and DeepFilterNet3 on the
+demo set's stationary cells, plus the ways a user's rnnoise_demo can go wrong."""
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from nsbench.audio import resample
+from nsbench.builtin.engines import deepfilternet, rnnoise
+from nsbench.types import ClipSource, UserError
+
+from conftest import REPO_ROOT
+from engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
+
+EXTRA_FRAME_PROGRAM = REPO_ROOT / "tests" / "programs" / "rnnoise_demo_extra_frame.py"
+FLAG = "--rnnoise-demo-path"
+
+
+def shell_program(folder: Path, name: str, body: str) -> Path:
+    """A shell script to pass as --rnnoise-demo-path."""
+    path = folder / name
+    path.write_text(f"#!/bin/sh\nexport PYTHONPATH={shlex.quote(str(REPO_ROOT))}\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def python_program(folder: Path, name: str, target: str, before: str = "") -> Path:
+    """Runs ``python target IN OUT`` (target: a script path or ``-m module``), after ``before``."""
+    return shell_program(folder, name, f'{before}\nexec {shlex.quote(sys.executable)} {target} "$@"')
+
+
+def on_second_call(folder: Path, action: str) -> str:
+    """Shell lines doing ``action`` on the program's second run only: the first
+    run is the engine's calibration probe, the second the first clip."""
+    count = shlex.quote(str(folder / "calls"))
+    return f'n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 )); echo "$n" > {count}\nif [ "$n" -eq 2 ]; then {action}; fi'
+
+
+def delays(outcomes) -> set[str]:
+    return {o.record.delay for o in outcomes}
+
+
+@pytest.fixture(scope="module")
+def stationary(demo_sources) -> list[ClipSource]:
+    return stationary_sources(demo_sources)
+
+
+@pytest.fixture(scope="module")
+def rnnoise_run(stationary):
+    return run_builtin("rnnoise", stationary)
+
+
+@pytest.fixture(scope="module")
+def one_per_cell(stationary) -> list[ClipSource]:
+    """The first clip of each stationary cell: every cell, half the time."""
+    firsts: dict[tuple[str, str], ClipSource] = {}
+    for source in stationary:
+        firsts.setdefault((source.labels["noise"], source.labels["snr_db"]), source)
+    return list(firsts.values())
+
+
+@pytest.fixture(scope="module")
+def extra_frame_run(one_per_cell, tmp_path_factory):
+    program = python_program(tmp_path_factory.mktemp("extra"), "rnnoise_demo", shlex.quote(str(EXTRA_FRAME_PROGRAM)))
+    return run_builtin("rnnoise", one_per_cell, {"rnnoise_demo_path": str(program)})
+
+
+def test_rnnoise_improves_and_is_aligned(rnnoise_run, stationary):
+    assert_improves_and_aligned(rnnoise_run, stationary)
+    assert delays(rnnoise_run) == {"960 samples at 48000 Hz"}
+
+
+def test_a_program_one_frame_later_is_measured_and_still_aligned(extra_frame_run, rnnoise_run, one_per_cell):
+    assert delays(extra_frame_run) == {f"{960 + rnnoise.FRAME} samples at 48000 Hz"}
+    assert_improves_and_aligned(extra_frame_run, one_per_cell)
+    # The same denoiser, only later: compensated, it scores as on the same clips before.
+    same_clips = [o for o in rnnoise_run if o.record.clip_id in {s.clip_id for s in one_per_cell}]
+    assert mean_gain(extra_frame_run) == pytest.approx(mean_gain(same_clips), abs=0.2)
+
+
+def test_rnnoise_cpu_time_includes_the_program(rnnoise_run):
+    # The parent only converts and writes files (well under 0.005 s per second of
+    # audio); starting Python and running RNNoise in the child costs over 0.05.
+    for outcome in rnnoise_run:
+        record = outcome.record
+        assert record.cpu_seconds / record.duration > 0.02, record
+
+
+def test_the_measured_delay_is_a_note():
+    engine = rnnoise.build({})
+    try:
+        assert engine.delay == 960
+        assert engine.notes and "960 samples at 48000 Hz" in engine.notes[0]
+    finally:
+        engine.close()
+
+
+def test_padding_keeps_every_sample_of_any_length(tmp_path):
+    """A program that copies its input under the demo's rules (first frame and a
+    trailing partial frame not written) has delay 0, and the engine gives back
+    exactly what it sent, whatever the length."""
+    script = tmp_path / "copy_demo.py"
+    script.write_text(
+        "import sys\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "frames = len(data) // 960\n"
+        "open(sys.argv[2], 'wb').write(data[960 : frames * 960])\n"
+    )
+    engine = rnnoise.build({"rnnoise_demo_path": str(python_program(tmp_path, "copy", shlex.quote(str(script))))})
+    try:
+        assert engine.delay == 0
+        rng = np.random.default_rng(1)
+        for length in (1, 479, 480, 481, 4801):
+            audio = rng.uniform(-0.99, 0.99, length).astype(np.float32)
+            output = engine.process(audio)
+            assert output.dtype == np.float32 and len(output) == length
+            np.testing.assert_allclose(output, audio, atol=1 / 32768)
+        loud = np.array([1.5, -1.5], np.float32)  # clipped, never wrapped to the other sign
+        np.testing.assert_allclose(engine.process(loud), [32767 / 32768, -1.0])
+    finally:
+        engine.close()
+
+
+def never_loaded():
+    raise AssertionError("a clip was loaded before the flag was checked")
+
+
+@pytest.mark.parametrize("executable, message", [(None, "no such program"), (False, "not executable")])
+def test_a_bad_demo_path_stops_before_any_clip(tmp_path, executable, message):
+    path = tmp_path / "rnnoise_demo"
+    if executable is not None:
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755 if executable else 0o644)
+    with pytest.raises(UserError, match=rf"^{FLAG} {path}: {message}$"):
+        run_builtin("rnnoise", [ClipSource("never", never_loaded)], {"rnnoise_demo_path": str(path)})
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('echo "cannot open model" >&2; exit 3', r"failed on the calibration probe: rnnoise_demo failed \(exit code 3\): cannot open model$"),
+        ('exec truncate -s "$(stat -c %s "$1")" "$2"', r"cannot measure the delay of .*: its output does not follow the probe speech"),
+    ],
+)
+def test_a_program_that_fails_the_probe_is_refused(tmp_path, body, message):
+    program = shell_program(tmp_path, "rnnoise_demo", body)
+    with pytest.raises(UserError, match=message):
+        run_builtin("rnnoise", [ClipSource("never", never_loaded)], {"rnnoise_demo_path": str(program)})
+
+
+def test_a_crash_fails_that_clip_only(tmp_path, stationary):
+    crash = 'echo "rnnoise_demo: simulated crash in rnnoise_process_frame" >&2; kill -SEGV $$'
+    program = python_program(tmp_path, "crashing", "-m nsbench.tools.rnnoise_demo", on_second_call(tmp_path, crash))
+    first, second = run_builtin("rnnoise", stationary[:2], {"rnnoise_demo_path": str(program)})
+    assert first.record.error is not None
+    assert "signal 11" in first.record.error and "simulated crash in rnnoise_process_frame" in first.record.error
+    assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
+
+
+def test_a_hang_is_killed_after_the_timeout(tmp_path, stationary):
+    program = python_program(tmp_path, "hanging", "-m nsbench.tools.rnnoise_demo", on_second_call(tmp_path, "exec sleep 300"))
+    options = {"rnnoise_demo_path": str(program), "rnnoise_timeout": 3.0}
+    started = time.monotonic()
+    first, second = run_builtin("rnnoise", stationary[:2], options)
+    assert first.record.error == "hanging timed out after 3 s and was killed"
+    assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
+    assert time.monotonic() - started < 60
+    assert not psutil.Process().children(recursive=True), "the hung program was left running"
+
+
+@pytest.mark.parametrize("timeout", [0.0, -1.0])
+def test_a_timeout_that_is_not_positive_is_refused(timeout):
+    with pytest.raises(UserError, match=rf"^--rnnoise-timeout {timeout:g}: must be more than 0 seconds$"):
+        rnnoise.build({"rnnoise_timeout": timeout})
+
+
+def test_deepfilternet_improves_and_is_aligned(stationary):
+    outcomes = run_builtin("deepfilternet", stationary)
+    assert_improves_and_aligned(outcomes, stationary)
+    assert delays(outcomes) == {"1440 samples at 48000 Hz"}
+
+
+def test_deepfilternet_starts_each_clip_fresh_and_loads_the_model_in_prepare(stationary):
+    """The same clip twice gives the same output (no state carried over), and the
+    model loading that a fresh state costs happens in prepare(), outside the timer."""
+    audio = resample(stationary[0].load().noisy[:16000], 16000, deepfilternet.SAMPLE_RATE)
+    engine = deepfilternet.build({})
+    try:
+        first = engine.process(audio)  # the state built with the engine
+        start = time.process_time()
+        engine.prepare()
+        loading = time.process_time() - start
+        start = time.process_time()
+        second = engine.process(audio)
+        processing = time.process_time() - start
+    finally:
+        engine.close()
+    assert len(first) == len(audio) and np.any(first)
+    np.testing.assert_array_equal(first, second)
+    # Loading takes 0.35-0.55 s of CPU; a second of audio about 0.2 s.
+    assert loading > 0.2 and processing < loading, (loading, processing)
