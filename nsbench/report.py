@@ -45,16 +45,19 @@ class ClipLog:
     an interrupted run keeps every clip already scored."""
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file = path.open("w")
+        self._file = None  # opened with the first record: an engine that never starts leaves no file
 
     def add(self, record: ClipRecord) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("w")
         self._file.write(json.dumps(record.to_json()) + "\n")
         self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
 
 def metric_legend(metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:

@@ -164,6 +164,18 @@ def test_a_broken_file_fails_its_clip_and_the_run_goes_on(tmp_path, capsys):
     assert "passthrough failed on utt1: cannot read" in capsys.readouterr().err
 
 
+def test_an_engine_that_cannot_start_is_one_line_and_leaves_no_files(tmp_path, capsys):
+    data = make_folder_dataset(tmp_path / "d", count=1)
+    argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "rnnoise",
+            "--rnnoise-demo-path", str(tmp_path / "no_such_demo"), "--results-folder", str(tmp_path / "r"), "--quiet"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"nsbench: rnnoise skipped: --rnnoise-demo-path {tmp_path / 'no_such_demo'}: no such program" in err
+    folder = tmp_path / "r" / "folder"
+    assert sorted(p.name for p in folder.iterdir()) == ["passthrough.clips.jsonl", "passthrough.json", "report.md"]
+    assert "- rnnoise: --rnnoise-demo-path" in (folder / "report.md").read_text()
+
+
 def test_missing_data_folder_is_one_line(tmp_path, capsys):
     missing = tmp_path / "nowhere"
     assert main(["--dataset", "folder", "--data-folder", str(missing)]) == 2
