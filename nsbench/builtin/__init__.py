@@ -19,7 +19,7 @@ __path__ = [str(REPO_ROOT)]
 # hook implementations at module level.
 BUILTIN_MODULES = {
     "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "oracle_masks", "koala"],
-    "datasets": ["demo", "folder"],
+    "datasets": ["demo", "folder", "dns2020", "voicebank"],
     "metrics": ["sisdr", "intelligibility", "levels", "realtime"],
 }
 
