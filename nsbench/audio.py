@@ -30,14 +30,17 @@ def fit_length(audio: np.ndarray, length: int) -> np.ndarray:
     return np.concatenate([audio, padding], axis=-1)
 
 
-def read_audio(path: str | Path) -> tuple[np.ndarray, int, list[str]]:
+def read_audio(path: str | Path, *, start: int = 0, frames: int = -1) -> tuple[np.ndarray, int, list[str]]:
     """Read a file as float32 mono. Returns (audio, rate, notes).
 
-    Multichannel audio is downmixed by averaging, with a note. An unreadable,
-    empty or non-finite file raises ClipError naming the file.
+    ``start`` and ``frames`` read only that part of the file (frames at the
+    file's rate; ``frames=-1`` reads to the end), so an excerpt of a long track
+    costs only its own samples. Multichannel audio is downmixed by averaging,
+    with a note. An unreadable, empty or non-finite file raises ClipError
+    naming the file.
     """
     try:
-        data, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+        data, rate = soundfile.read(str(path), frames=frames, start=start, dtype="float32", always_2d=True)
     except Exception as error:  # soundfile raises several types for bad files
         raise ClipError(f"cannot read {path}: {error}") from error
     notes = []

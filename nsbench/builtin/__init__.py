@@ -19,8 +19,8 @@ __path__ = [str(REPO_ROOT)]
 # hook implementations at module level.
 BUILTIN_MODULES = {
     "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "oracle_masks", "koala"],
-    "datasets": ["demo", "folder", "dns2020", "voicebank"],
-    "metrics": ["sisdr", "intelligibility", "levels", "realtime"],
+    "datasets": ["demo", "folder", "dns2020", "voicebank", "musdb", "biodenoising", "fuss"],
+    "metrics": ["sisdr", "intelligibility", "levels", "realtime", "demixing", "fuss_sisnr"],
 }
 
 
