@@ -1,0 +1,336 @@
+"""PESQ (PyPI pesq) and DNSMOS P.835 (speechmos's ONNX model): real runs on espeak speech,
+checked against the packages' own functions, plus their failure modes and registration."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import importlib.util
+import subprocess
+import sys
+import types
+from importlib import metadata
+
+import numpy as np
+import pytest
+
+from nsbench.hookspecs import hookimpl
+from nsbench.plugins import get_plugin_manager
+from nsbench.registry import build_registry
+from nsbench.types import MetricInputs, MetricUndefined, UserError
+
+from conftest import REPO_ROOT
+
+pesq_metric = importlib.import_module("nsbench.builtin.metrics.pesq_metric")
+dnsmos = importlib.import_module("nsbench.builtin.metrics.dnsmos")
+
+SR = 16000
+SENTENCE = "The birch canoe slid on the smooth planks."
+# 2.4 s: looped once to 4.8 s, again to 9.6 s, which holds exactly one DNSMOS window,
+# so each real DNSMOS call here costs one network run.
+CLIP_SAMPLES = int(2.4 * SR)
+SNRS_DB = (20.0, 10.0, 0.0)
+
+
+def inputs(output: np.ndarray, clean: np.ndarray, rate: int = SR) -> MetricInputs:
+    return MetricInputs(output=output, clean=clean, noisy=output, sample_rate=rate)
+
+
+def with_noise(clean: np.ndarray, snr_db: float, seed: int = 0) -> np.ndarray:
+    noise = np.random.default_rng(seed).standard_normal(clean.size)
+    noise *= np.sqrt(np.sum(clean.astype(np.float64) ** 2) / np.sum(noise**2) / 10 ** (snr_db / 10))
+    return (clean + noise).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def speech() -> np.ndarray:
+    from nsbench.synth.speech import speak
+
+    words = speak(SENTENCE, "en-us+m3")
+    clip = np.zeros(CLIP_SAMPLES, dtype=np.float32)
+    clip[1600 : 1600 + len(words)] = words[: CLIP_SAMPLES - 1600]
+    return clip
+
+
+@pytest.fixture(scope="module")
+def noisy(speech) -> dict[float, np.ndarray]:
+    return {snr: with_noise(speech, snr) for snr in SNRS_DB}
+
+
+# --------------------------------------------------------------------------- PESQ
+
+
+@pytest.fixture(scope="module")
+def pesq_scores(speech, noisy) -> dict[str, list[float]]:
+    """Per mode: [clean against itself, then 20, 10, 0 dB of white noise]."""
+    pytest.importorskip("pesq")
+    return {
+        mode: [pesq_metric.pesq_score(speech, x, SR, mode=mode) for x in (speech, *noisy.values())]
+        for mode in ("wb", "nb")
+    }
+
+
+def test_pesq_of_clean_speech_against_itself_is_the_maximum(pesq_scores):
+    assert pesq_scores["wb"][0] == pytest.approx(4.644, abs=0.001)
+    assert pesq_scores["nb"][0] == pytest.approx(4.549, abs=0.001)
+
+
+@pytest.mark.parametrize("mode", ["wb", "nb"])
+def test_pesq_falls_as_white_noise_rises(pesq_scores, mode):
+    scores = pesq_scores[mode]
+    assert all(a > b for a, b in zip(scores, scores[1:])), scores
+    assert scores[-1] < 1.5
+
+
+def test_pesq_equals_the_package_called_directly(speech, noisy):
+    pesq = pytest.importorskip("pesq")
+    degraded = noisy[10.0]
+    x = inputs(degraded, speech)
+    assert pesq_metric.pesq_wb_metric(x) == pesq.pesq(SR, speech, degraded, "wb")
+    # Narrow band on a 16 kHz clip is scored at 16 kHz, as torchmetrics and ClearerVoice do.
+    assert pesq_metric.pesq_nb_metric(x) == pesq.pesq(SR, speech, degraded, "nb")
+
+
+def test_pesq_at_8_khz_is_narrow_band_only(speech, noisy):
+    pesq = pytest.importorskip("pesq")
+    soxr = pytest.importorskip("soxr")
+    clean8, degraded8 = (soxr.resample(x, SR, 8000, quality="HQ").astype(np.float32) for x in (speech, noisy[10.0]))
+    x = inputs(degraded8, clean8, 8000)
+    assert pesq_metric.pesq_nb_metric(x) == pesq.pesq(8000, clean8, degraded8, "nb")
+    assert pesq_metric.pesq_nb_metric(x) != pesq_metric.pesq_nb_metric(inputs(noisy[10.0], speech))
+    with pytest.raises(MetricUndefined, match="clip is at 8000 Hz: wide-band PESQ needs 16000 Hz"):
+        pesq_metric.pesq_wb_metric(x)
+
+
+def test_pesq_at_48_khz_is_scored_at_16_khz(speech, noisy):
+    pesq = pytest.importorskip("pesq")
+    soxr = pytest.importorskip("soxr")
+    clean48, degraded48 = (soxr.resample(x, SR, 48000, quality="HQ").astype(np.float32) for x in (speech, noisy[10.0]))
+    ref16, deg16 = (soxr.resample(x, 48000, SR, quality="HQ").astype(np.float32) for x in (clean48, degraded48))
+    x = inputs(degraded48, clean48, 48000)
+    assert pesq_metric.pesq_wb_metric(x) == pesq.pesq(SR, ref16, deg16, "wb")
+    assert pesq_metric.pesq_nb_metric(x) == pesq.pesq(SR, ref16, deg16, "nb")
+
+
+def test_pesq_ignores_level_and_delay(speech, pesq_scores):
+    # What the 'ignores' column claims: a quieter, 50 ms late copy is a perfect score.
+    quieter_later = np.concatenate([np.zeros(800, np.float32), 0.1 * speech[:-800]])
+    assert pesq_metric.pesq_score(speech, quieter_later, SR, mode="wb") == pesq_scores["wb"][0]
+
+
+def test_pesq_failures_are_undefined_with_their_reason(speech):
+    pytest.importorskip("pesq")
+    silence = np.zeros_like(speech)
+    for mode in ("wb", "nb"):
+        with pytest.raises(MetricUndefined, match="output is silent"):
+            pesq_metric.pesq_score(speech, silence, SR, mode=mode)
+        # Not all zeros, but too faint for pesq's float32 level alignment: it returns NaN.
+        faint = (1e-30 * np.random.default_rng(1).standard_normal(speech.size)).astype(np.float32)
+        with pytest.raises(MetricUndefined, match="output is silent"):
+            pesq_metric.pesq_score(speech, faint, SR, mode=mode)
+        with pytest.raises(MetricUndefined, match="No utterances detected"):
+            pesq_metric.pesq_score(silence, speech, SR, mode=mode)
+        with pytest.raises(MetricUndefined, match="shorter than 1/4 s"):
+            pesq_metric.pesq_score(speech[1600:5200], speech[1600:5200], SR, mode=mode)  # 0.225 s
+    with pytest.raises(MetricUndefined, match="needs 16000 Hz or 8000 Hz, and upsampling cannot add"):
+        pesq_metric.pesq_nb_metric(inputs(speech[::4], speech[::4], 4000))
+
+
+def test_pesq_install_line_pins_the_tested_version():
+    pytest.importorskip("pesq")
+    assert pesq_metric.INSTALL.startswith(f"pip install pesq=={metadata.version('pesq')} ")
+    assert pesq_metric.pesq_version() == metadata.version("pesq")
+
+
+# --------------------------------------------------------------------------- DNSMOS: arithmetic
+
+
+class FakeSession:
+    """Stands in for an onnxruntime session (ours or speechmos's): raw outputs
+    that depend on every sample of the window, so a window taken from the wrong
+    place or skipped changes the mean; P.808 inputs (mel, 3-D) get a constant."""
+
+    def __init__(self, *args, **kwargs):
+        self.windows: list[np.ndarray] = []
+
+    def run(self, output_names, feeds):
+        x = feeds["input_1"]
+        if x.ndim == 3:
+            return [np.array([[3.0]], dtype=np.float32)]
+        self.windows.append(x[0].copy())
+        raw = [2.0 + 20.0 * x.mean(), 1.0 + x.std(), 3.0 + np.abs(x).max()]
+        return [np.array([raw], dtype=np.float32)]
+
+
+@pytest.fixture
+def fake_dnsmos_session(monkeypatch) -> FakeSession:
+    fake = FakeSession()
+    monkeypatch.setattr(dnsmos, "session", lambda: fake)
+    monkeypatch.setattr(dnsmos, "_last", None)
+    return fake
+
+
+def test_dnsmos_window_plan():
+    second = SR
+    assert dnsmos.window_starts(dnsmos.WINDOW_SAMPLES) == [0]
+    assert dnsmos.window_starts(dnsmos.WINDOW_SAMPLES - 1) == []
+    assert dnsmos.window_starts(16 * second) == [k * second for k in range(7)]
+    # int((7 + 9.01) * 16000) == 256159: the reference's window 7 is one sample short and
+    # skipped, and so are 8 to 23; 24 comes back.
+    assert dnsmos.window_starts(17 * second) == [k * second for k in range(7)]
+    assert dnsmos.window_starts(40 * second) == [k * second for k in (*range(7), *range(24, 31))]
+
+
+def test_dnsmos_short_clip_is_looped_and_scored_per_window(fake_dnsmos_session):
+    clip = (0.1 * np.random.default_rng(2).standard_normal(4 * SR)).astype(np.float32)
+    scores = dnsmos.clip_scores(clip, SR)
+    looped = np.tile(clip, 4)  # 4 s -> 8 s -> 16 s: seven windows, one second apart
+    windows = fake_dnsmos_session.windows
+    assert len(windows) == 7
+    for k, window in enumerate(windows):
+        np.testing.assert_array_equal(window, looped[k * SR : k * SR + dnsmos.WINDOW_SAMPLES])
+    raw = np.array([[2.0 + 20.0 * w.mean(), 1.0 + w.std(), 3.0 + np.abs(w).max()] for w in windows], np.float32)
+    assert scores.bak == np.mean(np.poly1d(dnsmos.POLY_BAK)(raw[:, 1].astype(np.float64)))
+
+
+def test_dnsmos_three_metrics_share_one_inference(fake_dnsmos_session, speech):
+    x = inputs(speech, speech)
+    values = [dnsmos.dnsmos_sig_metric(x), dnsmos.dnsmos_bak_metric(x), dnsmos.dnsmos_ovrl_metric(x)]
+    assert len(fake_dnsmos_session.windows) == 1
+    assert values == list(dnsmos.clip_scores(speech, SR))
+    changed = speech.copy()
+    changed[-1] += 1e-3  # one sample differs: a new clip, a new inference
+    dnsmos.dnsmos_bak_metric(inputs(changed, speech))
+    assert len(fake_dnsmos_session.windows) == 2
+    dnsmos.clip_scores(speech, 8000)  # same samples at another rate: another clip too
+    assert len(fake_dnsmos_session.windows) == 3
+
+
+def test_dnsmos_clips_beyond_full_scale_and_resamples(fake_dnsmos_session):
+    soxr = pytest.importorskip("soxr")
+    loud = (1.5 * np.sin(2 * np.pi * 440 * np.arange(5 * 48000) / 48000)).astype(np.float32)
+    dnsmos.clip_scores(loud, 48000)
+    expected = np.clip(soxr.resample(loud, 48000, SR, quality="HQ").astype(np.float32), -1, 1)
+    np.testing.assert_array_equal(fake_dnsmos_session.windows[0], np.tile(expected, 2)[: dnsmos.WINDOW_SAMPLES])
+    with pytest.raises(MetricUndefined, match="empty output"):
+        dnsmos.clip_scores(np.zeros(0, np.float32), SR)
+
+
+@pytest.fixture
+def speechmos_dnsmos(monkeypatch):
+    """speechmos.dnsmos with its P.835 path untouched.
+
+    speechmos also computes a librosa mel spectrogram for the P.808 model on every
+    window; that librosa call is numba-compiled on first use, which took over a
+    minute in a fresh virtualenv here. P.808 plays no part in SIG, BAK or OVRL,
+    so the mel spectrogram is replaced by zeros of its shape (900 frames x 120
+    bands). Its module also imports librosa and requests (``session``, unused):
+    where they are not installed, empty stand-ins let it import, so the tests
+    need neither.
+    """
+    pytest.importorskip("speechmos")
+    for name, attributes in (("librosa", {}), ("requests", {"session": None})):
+        if importlib.util.find_spec(name) is None:
+            monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(**attributes))
+    module = importlib.import_module("speechmos.dnsmos")
+    monkeypatch.setattr(module.DNSMOS, "audio_melspec", lambda self, audio, **kw: np.zeros((900, 120), np.float32))
+    monkeypatch.setattr(module, "dnsmos", None)  # speechmos caches its sessions here
+    return module
+
+
+@pytest.mark.parametrize("seconds", [2.4, 4.0, 11.2, 40.0])
+def test_dnsmos_arithmetic_equals_speechmos(monkeypatch, fake_dnsmos_session, speechmos_dnsmos, seconds):
+    """Segmentation, looping, polynomials and means against speechmos's own code,
+    with both sides fed by the same fake network (fast for any length)."""
+    monkeypatch.setattr(speechmos_dnsmos.ort, "InferenceSession", FakeSession)
+    clip = np.random.default_rng(3).uniform(-0.5, 0.5, int(seconds * SR)).astype(np.float32)
+    expected = speechmos_dnsmos.run(clip, SR)
+    ours = dnsmos.clip_scores(clip, SR)
+    assert (ours.sig, ours.bak, ours.ovrl) == (expected["sig_mos"], expected["bak_mos"], expected["ovrl_mos"])
+
+
+# --------------------------------------------------------------------------- DNSMOS: real model
+
+
+@pytest.fixture(scope="module")
+def dnsmos_scores(speech, noisy) -> dict[str, dnsmos.Scores]:
+    pytest.importorskip("speechmos")
+    pytest.importorskip("onnxruntime")
+    return {"clean": dnsmos.clip_scores(speech, SR), "20 dB": dnsmos.clip_scores(noisy[20.0], SR),
+            "0 dB": dnsmos.clip_scores(noisy[0.0], SR)}
+
+
+def test_dnsmos_equals_speechmos_on_speech(speech, noisy, dnsmos_scores, speechmos_dnsmos):
+    """The real network. Our single-threaded session can differ from speechmos's
+    multi-threaded one in the last bit of a float32 output: about 3e-8 on a score."""
+    for label, clip in (("clean", speech), ("0 dB", noisy[0.0])):
+        expected = speechmos_dnsmos.run(clip, SR)
+        ours = dnsmos_scores[label]
+        assert ours.sig == pytest.approx(expected["sig_mos"], abs=1e-6), label
+        assert ours.bak == pytest.approx(expected["bak_mos"], abs=1e-6), label
+        assert ours.ovrl == pytest.approx(expected["ovrl_mos"], abs=1e-6), label
+
+
+def test_dnsmos_bak_drops_when_noise_is_added(dnsmos_scores):
+    clean, light, heavy = dnsmos_scores["clean"], dnsmos_scores["20 dB"], dnsmos_scores["0 dB"]
+    assert clean.bak > light.bak + 0.3 and light.bak > heavy.bak + 0.3, dnsmos_scores
+    assert clean.ovrl > heavy.ovrl + 0.3
+    for scores in dnsmos_scores.values():
+        assert all(1.0 <= value <= 5.0 for value in scores), scores
+
+
+def test_dnsmos_runs_without_importing_speechmos_or_librosa():
+    pytest.importorskip("speechmos")
+    code = (
+        "import sys, numpy as np, importlib; "
+        "d = importlib.import_module('nsbench.builtin.metrics.dnsmos'); "
+        "d.session(); print(d.dnsmos_version()); "
+        "print(sorted({'speechmos', 'librosa', 'numba'} & set(sys.modules)))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    version, loaded = result.stdout.strip().splitlines()
+    assert loaded == "[]"
+    digest = hashlib.sha256(dnsmos.model_path().read_bytes()).hexdigest()
+    assert version == f"speechmos {metadata.version('speechmos')}; sig_bak_ovr.onnx sha256:{digest[:16]}"
+    assert metadata.version("speechmos") == dnsmos.SPEECHMOS_VERSION
+
+
+# --------------------------------------------------------------------------- registration
+
+
+NAMES = ("pesq_wb", "pesq_nb", "dnsmos_sig", "dnsmos_bak", "dnsmos_ovrl")
+
+
+def test_registered_with_requirements_and_not_default():
+    registry = build_registry(get_plugin_manager(load_entry_points=False))
+    for name in NAMES:
+        spec = registry.metrics.get(name).spec
+        assert spec.higher_is_better and spec.needs_voice and not spec.default, name
+        assert spec.unit and spec.description and spec.ignores, name
+    assert registry.metrics.get("pesq_wb").spec.requires == ("pesq",)
+    assert registry.metrics.get("dnsmos_bak").spec.requires == ("speechmos", "onnxruntime")
+    assert "non-personalised" in registry.metrics.get("dnsmos_ovrl").spec.description
+
+
+def test_a_missing_package_makes_the_metric_unavailable_with_its_install_line():
+    real = build_registry(get_plugin_manager(load_entry_points=False)).metrics
+
+    class Ghosts:
+        """Copies of the real specs that also need a module that is not installed."""
+
+        @hookimpl
+        def register_metrics(self, register):
+            for name in ("pesq_wb", "dnsmos_sig"):
+                spec = real.get(name).spec
+                register(dataclasses.replace(spec, name=f"{name}_ghost", requires=(*spec.requires, "no_such_module")))
+
+    manager = get_plugin_manager(load_entry_points=False)
+    manager.register(Ghosts())
+    metrics = build_registry(manager).metrics
+    for name, install in (("pesq_wb_ghost", pesq_metric.INSTALL), ("dnsmos_sig_ghost", dnsmos.INSTALL)):
+        record = metrics.get(name)
+        assert not record.available and record.missing_modules == ["no_such_module"] and record.version == ""
+        with pytest.raises(UserError, match=rf"metric '{name}' is unavailable: missing no_such_module\. Install: ") as info:
+            metrics.require_available(name)
+        assert str(info.value).endswith(f"Install: {install}")
+    assert metrics.get("si_sdr").available  # nothing else is affected
