@@ -232,6 +232,10 @@ def register_datasets(register):
             description="FUSS sound separation, 1-4 sources per 10 s mixture (--data-folder ssdata_reverb/; --fuss-split)",
             cell_keys=("sources",),
             needs_data_folder=True,
+            # FUSS reports SI-SNR for 1 source and SI-SNRi for 2, 3, 4 and 2-4 together.
+            headline_metric="fuss_sisnri",
+            table_metrics=("fuss_sisnr", "fuss_sisnri", "fuss_under_separated", "fuss_over_separated"),
+            pooled_cells={"2-4": ("2", "3", "4")},
             describe=describe,
         )
     )

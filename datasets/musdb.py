@@ -15,7 +15,7 @@ whose wheels bundle FFmpeg: no system ffmpeg needed).
   exact sum, so it is not read.)
 * Stereo is downmixed to mono by averaging the channels (noted). Scored at the
   native 44.1 kHz, or at ``--musdb-rate``.
-* Tracks are cut into consecutive ``--excerpt-seconds`` excerpts (default 10;
+* Tracks are cut into consecutive ``--musdb-excerpt-seconds`` excerpts (default 10;
   0 = whole tracks, the Music Demixing challenge's unit). A tail shorter than
   an excerpt is dropped so every clip has the same length; a track shorter than
   one excerpt is kept whole. Only an excerpt's own frames are read.
@@ -319,10 +319,10 @@ def load_excerpt(
 
 
 def settings(options: Mapping[str, Any]) -> tuple[Path, str, float, int]:
-    seconds = options.get("excerpt_seconds")
+    seconds = options.get("musdb_excerpt_seconds")
     seconds = DEFAULT_EXCERPT_SECONDS if seconds is None else float(seconds)
     if seconds < 0:
-        raise UserError(f"--excerpt-seconds must be 0 (whole tracks) or positive, got {seconds:g}")
+        raise UserError(f"--musdb-excerpt-seconds must be 0 (whole tracks) or positive, got {seconds:g}")
     rate = int(options.get("musdb_rate") or NATIVE_RATE)
     if rate <= 0:
         raise UserError(f"--musdb-rate must be positive, got {rate}")
@@ -366,7 +366,7 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
         "split": split,
         "tracks": len(tracks),
         "format": "MUSDB18 (lossy .stem.mp4)" if any(t.lossy for t in tracks) else "MUSDB18-HQ (wav)",
-        "excerpt_seconds": seconds or "whole tracks",
+        "musdb_excerpt_seconds": seconds or "whole tracks",
         "sample_rate": rate,
         "noisy": "sum of the four stems (mono average of the stereo channels)",
         "music_only_rule": (
@@ -383,7 +383,7 @@ def add_arguments(parser):
         "--musdb-split", choices=SPLITS, default=DEFAULT_SPLIT, help="musdb: which split to score (default test)"
     )
     parser.add_argument(
-        "--excerpt-seconds", type=float, default=DEFAULT_EXCERPT_SECONDS, metavar="S",
+        "--musdb-excerpt-seconds", type=float, default=DEFAULT_EXCERPT_SECONDS, metavar="S",
         help="musdb: cut tracks into consecutive excerpts of S seconds (default 10; 0 = whole tracks)",
     )
     parser.add_argument(
@@ -398,9 +398,10 @@ def register_datasets(register):
         DatasetSpec(
             name="musdb",
             clips=clips,
-            description="MUSDB18-HQ vocals vs accompaniment in 10 s excerpts, music-only excerpts kept (--data-folder; --musdb-split, --excerpt-seconds, --musdb-rate)",
+            description="MUSDB18-HQ vocals vs accompaniment in 10 s excerpts, music-only excerpts kept (--data-folder; --musdb-split, --musdb-excerpt-seconds, --musdb-rate)",
             cell_keys=("content",),
             needs_data_folder=True,
             describe=describe,
+            table_metrics=("mdx_sdr",),
         )
     )

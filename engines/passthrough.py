@@ -11,7 +11,9 @@ from nsbench.types import EngineSpec
 
 
 class Passthrough:
-    def __init__(self, sample_rate: int = 16000):
+    # None: any rate. The baseline must be the input itself, so it is never
+    # resampled (a 48 kHz clip through 16 kHz would lose everything above 8 kHz).
+    def __init__(self, sample_rate: int | None = None):
         self.sample_rate = sample_rate
         self.delay = 0
 
@@ -33,7 +35,7 @@ def register_engines(register):
             name="passthrough",
             factory=build,
             description="untrained baseline: output = input",
-            sample_rate=16000,
+            sample_rate=None,
             delay=0,
         )
     )

@@ -112,13 +112,13 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
             continue
         if not results:  # input notes are the same for every engine: say them once
             print_clip_notes(records)
-        summary = summarise(records, metrics, dataset.cell_keys)
+        summary = summarise(records, metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells)
         info = engine_info(registry.engines.get(engine.name), records, engine_notes)
         extra = {**shared, "engine_info": info}
         result = engine_result(engine.name, dataset.name, summary, metrics, extra)
         write_json(folder / f"{file_stem(engine.name)}.json", result)
         results.append(result)
-    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run)
+    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run, dataset.table_metrics)
     (folder / "report.md").write_text(report)
     if not args.quiet:
         print(report)
@@ -240,7 +240,7 @@ def extra_header(what: str) -> tuple[str, ...]:
 
 def extra_columns(what: str, spec: Any) -> tuple[str, ...]:
     if what == "engines":
-        return (str(spec.sample_rate), str(spec.delay), "oracle" if spec.oracle else "")
+        return (str(spec.sample_rate or "any"), str(spec.delay), "oracle" if spec.oracle else "")
     if what == "metrics":
         return (spec.unit, "higher" if spec.higher_is_better else "lower", spec.ignores)
     return ()

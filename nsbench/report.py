@@ -101,9 +101,15 @@ def fmt(value: float, decimals: int) -> str:
     return f"{value:.{decimals}f}"
 
 
-def cell_table(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str]) -> str:
+def table_columns(results: Sequence[Mapping[str, Any]], extra: Sequence[str]) -> list[tuple[str, str, int]]:
+    """The standard columns the results have, then the dataset's own."""
+    shown = [*TABLE_COLUMNS, *((name, name, 2) for name in extra)]
+    return [column for column in shown if any(column[0] in r["metrics"] for r in results)]
+
+
+def cell_table(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], extra: Sequence[str] = ()) -> str:
     """A markdown table with a row per cell and engine; cell means."""
-    columns = [c for c in TABLE_COLUMNS if any(c[0] in r["metrics"] for r in results)]
+    columns = table_columns(results, extra)
     header = [*cell_keys, "engine", "n", *(title for _, title, _ in columns)]
     lines = [markdown_row(header), markdown_row(["---"] * len(header))]
     by_cell: dict[tuple, list[tuple[str, Mapping[str, Any]]]] = {}
@@ -121,7 +127,8 @@ def cell_table(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str]) -
 
 def summary_table(results: Sequence[Mapping[str, Any]]) -> str:
     """Per engine: the mean over all clips beside the worst cell."""
-    header = ["engine", "clips", "failed", "SI-SDRi mean", "worst cell", "SI-SDRi there", "STOI", "RTF (CPU)", "RTF (wall)"]
+    headline = next((r["worst_cell"]["metric"] for r in results if r.get("worst_cell")), "si_sdri")
+    header = ["engine", "clips", "failed", f"{headline} mean", "worst cell", f"{headline} there", "STOI", "RTF (CPU)", "RTF (wall)"]
     lines = [markdown_row(header), markdown_row(["---"] * len(header))]
     for result in results:
         worst = result.get("worst_cell") or {}
@@ -132,7 +139,7 @@ def summary_table(results: Sequence[Mapping[str, Any]]) -> str:
                     result["engine"],
                     str(result["clips"]),
                     str(result["failures"]),
-                    fmt(result["metrics"].get("si_sdri", {}).get("mean", math.nan), 2),
+                    fmt(result["metrics"].get(headline, {}).get("mean", math.nan), 2),
                     worst_name,
                     fmt(worst.get("mean", math.nan), 2),
                     fmt(result["stoi"], 3),
@@ -144,8 +151,8 @@ def summary_table(results: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def legend(metrics: Sequence[MetricSpec]) -> str:
-    shown = {name for name, _, _ in TABLE_COLUMNS}
+def legend(metrics: Sequence[MetricSpec], extra: Sequence[str] = ()) -> str:
+    shown = {name for name, _, _ in TABLE_COLUMNS} | set(extra)
     lines = ["| metric | unit | better | what it ignores |", "| --- | --- | --- | --- |"]
     for metric in metrics:
         if metric.name in shown:
@@ -172,6 +179,7 @@ def report_markdown(
     cell_keys: Sequence[str],
     metrics: Sequence[MetricSpec],
     not_run: Mapping[str, str],
+    extra_columns: Sequence[str] = (),
 ) -> str:
     ordered = sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
     parts = [
@@ -182,9 +190,9 @@ def report_markdown(
         "## Per engine: mean and worst cell",
         summary_table(ordered),
         "## Per cell",
-        cell_table(ordered, cell_keys),
+        cell_table(ordered, cell_keys, extra_columns),
         "## Metrics",
-        legend(metrics),
+        legend(metrics, extra_columns),
     ]
     parts += ["## Engines", *(engine_line(r) for r in ordered)]
     if not_run:

@@ -122,7 +122,8 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float,
     except Exception as error:
         holder.discard()
         raise ClipError(f"engine could not prepare: {type(error).__name__}: {error}") from error
-    rate, delay = engine.sample_rate, engine.delay
+    # An engine whose rate is None works at any rate: it gets the clip's own.
+    rate, delay = engine.sample_rate or clip.sample_rate, engine.delay
     reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
     cpu_start, wall_start = cpu_seconds(), time.perf_counter()
     engine_input = resample(clip.noisy, clip.sample_rate, rate)

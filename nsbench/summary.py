@@ -11,9 +11,6 @@ import numpy as np
 
 from nsbench.types import ClipRecord, MetricSpec
 
-# The metric a cell is judged by when naming an engine's worst cell.
-HEADLINE_METRIC = "si_sdri"
-
 
 def describe(values: Sequence[float]) -> dict[str, float | int]:
     """Mean, median and median absolute deviation (unscaled), and the count."""
@@ -81,21 +78,26 @@ def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[fl
 
 
 def summarise(
-    records: Sequence[ClipRecord], metrics: Sequence[MetricSpec], cell_keys: Sequence[str]
+    records: Sequence[ClipRecord],
+    metrics: Sequence[MetricSpec],
+    cell_keys: Sequence[str],
+    headline: str = "si_sdri",
+    pooled_cells: Mapping[str, Sequence[str]] = {},
 ) -> dict[str, Any]:
-    """Overall and per-cell statistics for one engine's records."""
+    """Overall and per-cell statistics for one engine's records.
+
+    ``pooled_cells`` maps a new value of the first cell key to the values it
+    pools (FUSS: "2-4" -> "2", "3", "4"); those rows are marked ``pooled`` and
+    never named as the worst cell (their members already are rows).
+    """
     cells: dict[tuple[str, ...], list[ClipRecord]] = {}
     for record in records:
         cells.setdefault(cell_of(record.labels, cell_keys), []).append(record)
-    cell_rows = [
-        {
-            "cell": dict(zip(cell_keys, cell)),
-            "clips": len({record.clip_id for record in members}),
-            "failures": sum(record.failed for record in members),
-            "metrics": metric_stats(members, metrics),
-        }
-        for cell, members in sorted(cells.items(), key=lambda item: natural_key(item[0]))
-    ]
+    cell_rows = [cell_row(dict(zip(cell_keys, cell)), members, metrics) for cell, members in sorted(cells.items(), key=lambda item: natural_key(item[0]))]
+    for name, members_of in pooled_cells.items():
+        members = [r for r in records if str(r.labels.get(cell_keys[0], "")) in members_of]
+        if members:
+            cell_rows.append({**cell_row({cell_keys[0]: name}, members, metrics), "pooled": True})
     return {
         "clips": len({record.clip_id for record in records}),
         "runs": len(records),  # clips x seeds
@@ -103,15 +105,24 @@ def summarise(
         "failed_clips": [{"clip_id": r.clip_id, "error": r.error} for r in records if r.failed],
         "metrics": metric_stats(records, metrics),
         "cells": cell_rows,
-        "worst_cell": worst_cell(cell_rows, metrics),
+        "worst_cell": worst_cell([row for row in cell_rows if not row.get("pooled")], metrics, headline),
         **realtime_totals(records),
     }
 
 
-def worst_cell(cell_rows: list[dict[str, Any]], metrics: Sequence[MetricSpec]) -> dict[str, Any] | None:
-    """The cell with the worst mean of the headline metric (SI-SDRi if scored)."""
+def cell_row(cell: dict[str, str], members: Sequence[ClipRecord], metrics: Sequence[MetricSpec]) -> dict[str, Any]:
+    return {
+        "cell": cell,
+        "clips": len({record.clip_id for record in members}),
+        "failures": sum(record.failed for record in members),
+        "metrics": metric_stats(members, metrics),
+    }
+
+
+def worst_cell(cell_rows: list[dict[str, Any]], metrics: Sequence[MetricSpec], headline: str) -> dict[str, Any] | None:
+    """The cell with the worst mean of the headline metric (or the first metric if it was not scored)."""
     by_name = {metric.name: metric for metric in metrics}
-    name = HEADLINE_METRIC if HEADLINE_METRIC in by_name else next(iter(by_name), None)
+    name = headline if headline in by_name else next(iter(by_name), None)
     if name is None:
         return None
     candidates = [row for row in cell_rows if row["metrics"][name]["n"]]

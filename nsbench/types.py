@@ -89,7 +89,8 @@ class ClipSource:
 class Engine(Protocol):
     """What the run loop drives.
 
-    ``sample_rate``: the rate ``process`` expects and returns.
+    ``sample_rate``: the rate ``process`` expects and returns; None for an
+    engine that works at any rate (it then gets the clip's rate, unresampled).
     ``delay``: samples (at ``sample_rate``) by which the output lags the input;
     the harness removes them. An engine may update it after its first clips
     (rnnoise estimates the delay of a user's binary).
@@ -103,7 +104,7 @@ class Engine(Protocol):
     into the results.
     """
 
-    sample_rate: int
+    sample_rate: int | None
     delay: int
 
     def process(self, audio: np.ndarray, **reference: np.ndarray) -> np.ndarray: ...
@@ -124,7 +125,7 @@ class EngineSpec:
     name: str
     factory: Callable[[Mapping[str, Any]], Engine]
     description: str
-    sample_rate: int
+    sample_rate: int | None  # None: any rate, the clip's own
     delay: int
     requires: tuple[str, ...] = ()
     install: str = ""
@@ -150,6 +151,9 @@ class DatasetSpec:
     folder is missing or does not match the layout. ``cell_keys`` are the labels
     whose values define a report cell, in table order.
     ``describe(options)`` gives provenance (seed, content hash, root folder).
+    ``headline_metric`` names each engine's worst cell; ``table_metrics`` adds
+    columns to the per-cell table; ``pooled_cells`` adds rows that pool several
+    values of the first cell key (FUSS reports 2-4 sources together).
     """
 
     name: str
@@ -161,6 +165,9 @@ class DatasetSpec:
     requires: tuple[str, ...] = ()
     install: str = ""
     version: Callable[[], str] | str = ""
+    headline_metric: str = "si_sdri"
+    table_metrics: tuple[str, ...] = ()
+    pooled_cells: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- metrics

@@ -119,7 +119,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 def musdb_options(root: Path, **extra) -> dict:
-    return {"data_folder": str(root), "musdb_split": "test", "excerpt_seconds": 1.0, "musdb_rate": MUSDB_RATE, **extra}
+    return {"data_folder": str(root), "musdb_split": "test", "musdb_excerpt_seconds": 1.0, "musdb_rate": MUSDB_RATE, **extra}
 
 
 def downmixed(path: Path) -> np.ndarray:
@@ -185,7 +185,7 @@ def test_musdb_rate_and_whole_tracks(musdb_root, cache):
     clip = musdb.clips(musdb_options(musdb_root, musdb_rate=16000))[0].load()
     assert clip.sample_rate == 16000 and len(clip.noisy) == 16000
     assert "resampled from 44100 Hz to 16000 Hz" in clip.notes
-    whole = musdb.clips(musdb_options(musdb_root, excerpt_seconds=0))
+    whole = musdb.clips(musdb_options(musdb_root, musdb_excerpt_seconds=0))
     assert [s.clip_id for s in whole] == list(TRACKS)
     assert whole[0].load().duration == 2.5 and whole[0].labels["content"] == "voice+music"
 
@@ -260,7 +260,7 @@ def test_musdb_lossy_stem_mp4_decodes_excerpts_with_pyav(tmp_path, cache):
 
 def test_musdb_end_to_end_with_the_demixing_metrics(musdb_root, tmp_path, cache):
     argv = ["--dataset", "musdb", "--data-folder", str(musdb_root), "--engine", "passthrough",
-            "--excerpt-seconds", "1", "--musdb-rate", "16000",
+            "--musdb-excerpt-seconds", "1", "--musdb-rate", "16000",
             "--metric", "mdx_sdr_voice", "--metric", "mdx_sdr_music", "--metric", "mdx_sdr",
             "--metric", "music_attenuation_db", "--results-folder", str(tmp_path / "r"), "--quiet"]
     assert main(argv) == 0
@@ -618,6 +618,11 @@ def test_fuss_end_to_end_mixture_copy_baseline(fuss_root, tmp_path, cache):
         assert metrics["fuss_over_separated"]["mean"] == (0.0 if count == "4" else 1.0)
         assert metrics["fuss_scored_pairs"]["mean"] == float(count)
     assert all("si_sdr" not in row["scores"] and "si_sdr" not in row["undefined"] for row in rows)
+    pooled = cell(summary, sources="2-4")
+    assert pooled["pooled"] and pooled["clips"] == sum(cell(summary, sources=c)["clips"] for c in ("2", "3", "4"))
+    assert summary["worst_cell"]["metric"] == "fuss_sisnri"
+    report = (tmp_path / "r" / "fuss" / "report.md").read_text()
+    assert "| 2-4 | passthrough |" in report and "fuss_sisnri" in report.split("## Per cell")[1].splitlines()[2]
 
 
 # =========================================================================== FUSS: metric vs an independent implementation

@@ -292,3 +292,10 @@ def test_several_outputs_on_an_enhancement_clip_are_refused():
 
     [outcome] = run_engine(engine_spec(lambda o: TwoOut()), {}, sources(1), metrics("si_sdr"))
     assert outcome.record.error == "engine returned an array of shape (2, 32000), expected mono (1-D)"
+
+
+def test_passthrough_at_48k_is_the_input_bit_for_bit():
+    clean, noise = tone_and_noise(3, rate=48000)
+    [outcome] = run_engine(engine_spec(lambda o: Passthrough(), rate=None), {}, [in_memory_source("hi-res", clean + noise, clean, 48000)], metrics("si_sdri"))
+    np.testing.assert_array_equal(outcome.output, clean + noise)
+    assert outcome.record.delay == "0 samples at 48000 Hz" and outcome.record.scores["si_sdri"] == 0.0

@@ -59,3 +59,16 @@ def test_bootstrap_ci_of_the_median_covers_the_true_median_about_95_percent():
         low, high = bootstrap_median_ci(sample)
         covered += low <= 5.0 <= high
     assert 0.88 <= covered / 200 <= 0.99
+
+
+def test_pooled_cells_and_the_headline_metric():
+    records = [record("a", 1.0, "1"), record("b", 2.0, "2"), record("c", 6.0, "3"), record("d", -8.0, "x")]
+    summary = summarise(records, [metric()], ["cell"], headline="si_sdri", pooled_cells={"2-3": ("2", "3")})
+    pooled = summary["cells"][-1]
+    assert pooled["cell"] == {"cell": "2-3"} and pooled["pooled"] and pooled["clips"] == 2
+    assert pooled["metrics"]["si_sdri"]["mean"] == 4.0
+    assert summary["worst_cell"]["cell"] == {"cell": "x"}
+    # A pooled row is never the worst cell, even when it is the lowest.
+    low = summarise([record("a", 5.0, "1"), record("b", -1.0, "2"), record("c", -3.0, "3")], [metric()], ["cell"],
+                    pooled_cells={"2-3": ("2", "3")})
+    assert low["worst_cell"]["cell"] == {"cell": "3"}
