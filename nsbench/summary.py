@@ -61,18 +61,21 @@ def metric_stats(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec]) -
     return stats
 
 
-# Fixed so that the same records always give the same interval.
-BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 1000
 
 
 def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[float]:
-    """Percentile bootstrap confidence interval of the median."""
+    """Percentile bootstrap confidence interval of the median.
+
+    Resample i draws its indices from ``np.random.RandomState(i)``, as the
+    ``confidence_intervals`` package behind earthspecies' results.py does, so
+    the pooled interval reproduces theirs on the same rows.
+    """
     array = np.asarray(values, dtype=np.float64)
     if array.size == 0:
         return [math.nan, math.nan]
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    medians = np.median(rng.choice(array, size=(BOOTSTRAP_RESAMPLES, len(array)), replace=True), axis=1)
+    count = len(array)
+    medians = [np.median(array[np.random.RandomState(i).randint(0, count, count)]) for i in range(BOOTSTRAP_RESAMPLES)]
     tail = (1 - level) / 2 * 100
     return [float(np.percentile(medians, tail)), float(np.percentile(medians, 100 - tail))]
 

@@ -72,3 +72,9 @@ def test_pooled_cells_and_the_headline_metric():
     low = summarise([record("a", 5.0, "1"), record("b", -1.0, "2"), record("c", -3.0, "3")], [metric()], ["cell"],
                     pooled_cells={"2-3": ("2", "3")})
     assert low["worst_cell"]["cell"] == {"cell": "3"}
+
+
+def test_bootstrap_draws_resample_i_from_randomstate_i():
+    values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]
+    medians = sorted(np.median(np.asarray(values)[np.random.RandomState(i).randint(0, 8, 8)]) for i in range(1000))
+    assert bootstrap_median_ci(values) == [np.percentile(medians, 2.5), np.percentile(medians, 97.5)]
