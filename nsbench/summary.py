@@ -4,6 +4,7 @@ Pure functions of records; the report writers format what these return.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -64,6 +65,12 @@ def metric_stats(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec]) -
 BOOTSTRAP_RESAMPLES = 1000
 
 
+@functools.lru_cache(maxsize=4)
+def resample_indices(count: int) -> np.ndarray:
+    """(resamples, count) indices; the same for every call with this count."""
+    return np.stack([np.random.RandomState(i).randint(0, count, count) for i in range(BOOTSTRAP_RESAMPLES)])
+
+
 def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[float]:
     """Percentile bootstrap confidence interval of the median.
 
@@ -74,8 +81,7 @@ def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[fl
     array = np.asarray(values, dtype=np.float64)
     if array.size == 0:
         return [math.nan, math.nan]
-    count = len(array)
-    medians = [np.median(array[np.random.RandomState(i).randint(0, count, count)]) for i in range(BOOTSTRAP_RESAMPLES)]
+    medians = np.median(array[resample_indices(len(array))], axis=1)
     tail = (1 - level) / 2 * 100
     return [float(np.percentile(medians, tail)), float(np.percentile(medians, 100 - tail))]
 
