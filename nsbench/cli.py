@@ -7,6 +7,7 @@ list so tests call the CLI directly (as museval does).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -40,10 +41,21 @@ def build_parser(manager) -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, help="run only the first N clips (the demo set orders them to cover every cell early)")
     parser.add_argument("--plugin", action="append", default=[], help="load a plugin: path/to/file.py or package.module")
     parser.add_argument("--list", choices=LIST_CHOICES, help="list what is registered and exit")
+    parser.add_argument(
+        "--jobs", type=int, default=usable_cores(),
+        help=f"worker processes for the clips (default: the {usable_cores()} usable cores; 1 runs serially, e.g. for a GPU model)",
+    )
     parser.add_argument("--seeds", type=parse_seeds, help="run seeded engines once per seed: 0-9, or 0,3,7")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no table at the end")
     manager.hook.add_arguments(parser=parser)
     return parser
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -97,9 +109,12 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
     folder = Path(args.results_folder) / dataset.name
+    if args.jobs < 1:
+        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
     shared = {
         "dataset_description": dataset.describe(options),
-        "provenance": provenance.collect(argv),
+        # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
+        "provenance": {**provenance.collect(argv), "jobs": args.jobs},
     }
     results, not_run = [], {}
     for engine in engines:
@@ -118,7 +133,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         result = engine_result(engine.name, dataset.name, summary, metrics, extra)
         write_json(folder / f"{file_stem(engine.name)}.json", result)
         results.append(result)
-    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run, dataset.table_metrics)
+    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run, dataset.table_metrics, args.jobs)
     (folder / "report.md").write_text(report)
     if not args.quiet:
         print(report)
@@ -147,7 +162,7 @@ def run_and_log(
     outcomes = (
         outcome
         for seed in seeds
-        for outcome in run_engine(engine, {**options, "seed": seed}, sources, metrics, engine_notes)
+        for outcome in run_engine(engine, {**options, "seed": seed}, sources, metrics, engine_notes, args.jobs)
     )
     try:
         for outcome in outcomes:

@@ -180,13 +180,15 @@ def report_markdown(
     metrics: Sequence[MetricSpec],
     not_run: Mapping[str, str],
     extra_columns: Sequence[str] = (),
+    jobs: int = 1,
 ) -> str:
     ordered = sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
     parts = [
         f"# nsbench report: {dataset}",
         "Cell means. SI-SDR is computed without mean removal (torchmetrics zero_mean=False); "
         "si_sdr_zm in the JSON is the zero-mean convention. RTF is CPU time (process and "
-        "children) over audio duration, resampling included, model loading excluded.",
+        "children) over audio duration, resampling included, model loading excluded; "
+        f"{jobs} worker process{'es' if jobs > 1 else ''} shared the machine's cores, which inflates wall-clock RTF.",
         "## Per engine: mean and worst cell",
         summary_table(ordered),
         "## Per cell",

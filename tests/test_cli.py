@@ -20,7 +20,7 @@ ENGINE_KEYS = {
     "engine", "dataset", "stoi", "rtf", "rtf_wall", "clips", "runs", "failures", "failed_clips", "metrics",
     "cells", "worst_cell", "metric_definitions", "dataset_description", "provenance", "engine_info",
 }
-PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc"}
+PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc", "jobs"}
 CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay", "seed"}
 
 

@@ -1,0 +1,107 @@
+"""--jobs: worker processes give the serial run's numbers, and clean up after themselves."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import numpy as np
+
+from nsbench.audio import load_pair
+from nsbench.types import ClipSource
+
+from nsbench.builtin.engines.passthrough import Passthrough
+from nsbench.cli import main
+from nsbench.runner import run_engine
+
+from conftest import tone_and_noise, write_wav
+from test_runner import engine_spec, in_memory_source, metrics
+
+TIMING = {"rtf_cpu", "rtf_wall"}
+# pystoi's ESTOI differs in its last bits with the memory alignment of its
+# temporaries, even between two serial runs in one process (measured: values
+# 2e-16 apart). Everything else must be bit-identical.
+ALIGNMENT_SENSITIVE = {"estoi": 1e-12}
+
+
+def scores_without_timing(path):
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(r["clip_id"], {k: v for k, v in r["scores"].items() if k not in TIMING}, r["undefined"], r["error"]) for r in rows]
+
+
+def assert_same_scores(serial, parallel):
+    assert [row[0] for row in serial] == [row[0] for row in parallel]
+    for (clip, a, undefined_a, error_a), (_, b, undefined_b, error_b) in zip(serial, parallel):
+        assert (undefined_a, error_a, set(a)) == (undefined_b, error_b, set(b)), clip
+        for name, value in a.items():
+            if name in ALIGNMENT_SENSITIVE:
+                assert abs(value - b[name]) <= ALIGNMENT_SENSITIVE[name], (clip, name)
+            else:
+                assert value == b[name], (clip, name)
+
+
+def test_jobs_2_gives_exactly_the_serial_results(tmp_path):
+    for jobs in ("1", "2"):
+        argv = ["--engine", "speex", "--engine", "oracle-irm", "--limit", "10", "--jobs", jobs,
+                "--results-folder", str(tmp_path / jobs), "--quiet"]
+        assert main(argv) == 0
+    for engine in ("passthrough", "speex", "oracle-irm"):
+        serial = scores_without_timing(tmp_path / "1" / "demo" / f"{engine}.clips.jsonl")
+        parallel = scores_without_timing(tmp_path / "2" / "demo" / f"{engine}.clips.jsonl")
+        assert len(serial) == 10
+        assert_same_scores(serial, parallel)
+        summaries = [json.loads((tmp_path / j / "demo" / f"{engine}.json").read_text()) for j in ("1", "2")]
+        assert [s["provenance"]["jobs"] for s in summaries] == [1, 2]
+        for name in summaries[0]["metrics"]:
+            if name not in TIMING and name not in ALIGNMENT_SENSITIVE:
+                assert summaries[0]["metrics"][name] == summaries[1]["metrics"][name], (engine, name)
+    assert "2 worker processes shared the machine's cores" in (tmp_path / "2" / "demo" / "report.md").read_text()
+
+
+class Marking(Passthrough):
+    """Leaves a file per build and per close, named by process id."""
+
+    def __init__(self, folder):
+        super().__init__()
+        self.folder = folder
+        (folder / f"built-{os.getpid()}").touch()
+        self.notes = [f"built in a worker: {os.getpid() != PARENT}"]
+
+    def close(self):
+        (self.folder / f"closed-{os.getpid()}").touch()
+
+
+PARENT = os.getpid()
+
+
+def file_sources(folder, count: int):
+    """Clips read from files: their loaders pickle, so they can go to workers."""
+    made = []
+    for index in range(count):
+        clean, noise = tone_and_noise(index)
+        noisy_path = write_wav(folder / "noisy" / f"clip{index}.wav", clean + noise, 16000)
+        clean_path = write_wav(folder / "clean" / f"clip{index}.wav", clean, 16000)
+        made.append(ClipSource(f"clip{index}", functools.partial(load_pair, f"clip{index}", str(noisy_path), str(clean_path), {})))
+    return made
+
+
+def test_each_worker_builds_its_engine_once_and_closes_it(tmp_path):
+    notes: list[str] = []
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    spec = engine_spec(lambda options: Marking(marks))
+    outcomes = list(run_engine(spec, {}, file_sources(tmp_path / "data", 6), metrics("si_sdr"), notes, jobs=2))
+    assert [o.record.clip_id for o in outcomes] == [f"clip{i}" for i in range(6)]
+    built = {p.name.split("-")[1] for p in marks.glob("built-*")}
+    closed = {p.name.split("-")[1] for p in marks.glob("closed-*")}
+    assert built == closed and str(PARENT) in built and 2 <= len(built) <= 3
+    assert notes == ["built in a worker: False", "built in a worker: True"]
+
+
+def test_clips_that_cannot_be_sent_to_workers_run_serially_and_say_so():
+    clean = np.zeros(1600, np.float32)
+    unpicklable = [in_memory_source(f"c{i}", clean + 0.1, clean + 0.1) for i in range(3)]  # a lambda loader
+    notes: list[str] = []
+    outcomes = list(run_engine(engine_spec(lambda o: Passthrough()), {}, unpicklable, metrics("si_sdr"), notes, jobs=2))
+    assert len(outcomes) == 3 and all(not o.record.failed for o in outcomes)
+    assert notes and notes[0].startswith("ran serially: the dataset's clips cannot be sent to worker processes")
