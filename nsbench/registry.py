@@ -124,9 +124,9 @@ def build_registry(manager: pluggy.PluginManager) -> Registry:
 
 def collect(manager: pluggy.PluginManager, hook_name: str, spec_type: type, kind: Kind) -> None:
     # Each implementation is called on its own so that every record keeps the
-    # plugin it came from. pluggy lists implementations last-registered first;
-    # reversed gives built-ins first, then entry points, then --plugin files.
-    for impl in reversed(getattr(manager.hook, hook_name).get_hookimpls()):
+    # plugin it came from. get_hookimpls() is in registration order: built-ins
+    # first, then entry points, then --plugin files.
+    for impl in getattr(manager.hook, hook_name).get_hookimpls():
         origin, version = plugin_origin(manager, impl.plugin)
         impl.function(register=make_register(spec_type, kind, origin, version))
 
