@@ -46,3 +46,18 @@ def tone_and_noise(seed: int, seconds: float = 2.0, rate: int = 16000) -> tuple[
     clean = (0.1 * clean).astype(np.float32)
     noise = (0.03 * rng.standard_normal(len(t))).astype(np.float32)
     return clean, noise
+
+
+def add_plugin_to_the_cli(monkeypatch, plugin: object) -> None:
+    """Every plugin manager the CLI builds during this test also holds ``plugin``."""
+    import nsbench.cli
+    from nsbench import plugins
+
+    original = plugins.get_plugin_manager
+
+    def with_plugin(local, **kwargs):
+        manager = original(local, **kwargs)
+        manager.register(plugin)
+        return manager
+
+    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_plugin)

@@ -13,7 +13,7 @@ from nsbench.cli import main
 from nsbench.hookspecs import hookimpl
 from nsbench.report import TABLE_COLUMNS, fmt
 
-from conftest import REPO_ROOT, tone_and_noise, write_wav
+from conftest import REPO_ROOT, add_plugin_to_the_cli, tone_and_noise, write_wav
 
 EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
 ENGINE_KEYS = {
@@ -211,17 +211,7 @@ class FlagPlugin:
 
 
 def test_plugin_flags_reach_the_dataset(tmp_path, monkeypatch):
-    import nsbench.cli
-    from nsbench import plugins
-
-    original = plugins.get_plugin_manager
-
-    def with_flag_plugin(local, **kwargs):
-        manager = original(local, **kwargs)
-        manager.register(FlagPlugin())
-        return manager
-
-    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_flag_plugin)
+    add_plugin_to_the_cli(monkeypatch, FlagPlugin())
     assert main(["--dataset", "tones", "--tone-count", "4", "--results-folder", str(tmp_path), "--quiet"]) == 0
     assert json.loads((tmp_path / "tones" / "passthrough.json").read_text())["clips"] == 4
 
@@ -247,17 +237,7 @@ class SeededPlugin:
 
 
 def test_seeds_run_seeded_engines_once_per_seed_and_deterministic_ones_once(tmp_path, monkeypatch):
-    import nsbench.cli
-    from nsbench import plugins
-
-    original = plugins.get_plugin_manager
-
-    def with_seeded(local, **kwargs):
-        manager = original(local, **kwargs)
-        manager.register(SeededPlugin())
-        return manager
-
-    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_seeded)
+    add_plugin_to_the_cli(monkeypatch, SeededPlugin())
     data = make_folder_dataset(tmp_path / "d", count=2)
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "dithering", "--seeds", "0-2",
             "--results-folder", str(tmp_path / "r"), "--quiet"]

@@ -28,6 +28,8 @@ from nsbench.cli import main
 from nsbench.hookspecs import hookimpl
 from nsbench.types import MetricInputs, MetricUndefined, UserError
 
+from conftest import add_plugin_to_the_cli
+
 MUSDB_RATE = 44100
 TRACKS = ("Al James - Schoolboy Facination", "The Easton Ellises (Baumi) - SDRNR")
 FUSS_RATE = 16000
@@ -469,17 +471,7 @@ class OracleSeededPlugin:
 
 
 def test_biodenoising_seed_aggregation_end_to_end(bio_parent, tmp_path, monkeypatch):
-    import nsbench.cli
-    from nsbench import plugins
-
-    original = plugins.get_plugin_manager
-
-    def with_plugin(local, **kwargs):
-        manager = original(local, **kwargs)
-        manager.register(OracleSeededPlugin())
-        return manager
-
-    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_plugin)
+    add_plugin_to_the_cli(monkeypatch, OracleSeededPlugin())
     argv = ["--dataset", "biodenoising", "--data-folder", str(bio_parent), "--engine", "halving", "--seeds", "0-2",
             "--metric", "si_sdr", "--metric", "si_sdri", "--results-folder", str(tmp_path / "r"), "--quiet"]
     assert main(argv) == 0

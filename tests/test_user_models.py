@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -138,9 +139,10 @@ def test_command_engine_leaves_no_temporary_files(tmp_path, monkeypatch):
 
 def test_plugin_package_installs_and_is_found_by_entry_point(tmp_path):
     target = tmp_path / "site"
+    package = tmp_path / "plugin_package"  # a copy: building in place would leave build/ in the repo
+    shutil.copytree(REPO_ROOT / "examples" / "plugin_package", package)
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
-         str(REPO_ROOT / "examples" / "plugin_package")],
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target), str(package)],
         check=True, capture_output=True,
     )
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "NSBENCH_CACHE": str(tmp_path / "cache")}
