@@ -30,6 +30,7 @@ import numpy as np
 from nsbench.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
 from nsbench.builtin import REPO_ROOT
 from nsbench.external import PrivateFolder, check_executable, run_program
+from nsbench.frames import from_int16, to_int16
 from nsbench.hookspecs import hookimpl
 from nsbench.types import ClipError, EngineSpec, UserError
 
@@ -38,7 +39,6 @@ FRAME = 480  # samples per rnnoise_process_frame call
 # pyrnnoise's current model: its library lags 960 samples; the demo's skipped
 # first frame and our one frame of leading zeros cancel out.
 DECLARED_DELAY = 960
-INT16_SCALE = 32768.0
 DEFAULT_TIMEOUT = 60.0
 FLAG = "--rnnoise-demo-path"
 INSTALL = "pip install pyrnnoise==0.4.5"
@@ -80,7 +80,8 @@ class RNNoiseDemo:
         # whole frame (a partial one is dropped) plus a spare frame, so a demo that
         # also loses its last full frame at end of file loses only zeros.
         tail = -length % FRAME + FRAME
-        pcm = to_int16(np.concatenate([np.zeros(FRAME, np.float32), audio, np.zeros(tail, np.float32)]))
+        # The protocol's files are little-endian whatever the machine.
+        pcm = to_int16(np.concatenate([np.zeros(FRAME, np.float32), audio, np.zeros(tail, np.float32)])).astype("<i2")
         source, target = self.folder.path / "in.pcm", self.folder.path / "out.pcm"
         target.unlink(missing_ok=True)  # a stale output must never pass for this clip's
         pcm.tofile(source)
@@ -91,7 +92,7 @@ class RNNoiseDemo:
         written = np.frombuffer(raw[: len(raw) // 2 * 2], dtype="<i2")
         if len(written) < length:
             raise ClipError(f"{self.label} wrote {len(written)} samples for {len(pcm)} in; expected at least {length}")
-        return written[:length].astype(np.float32) / np.float32(INT16_SCALE)
+        return from_int16(written[:length])
 
     def calibrate(self) -> int:
         """The program's delay in samples at 48 kHz, measured on the probe once
@@ -142,11 +143,6 @@ def program_identity(argv: Sequence[str]) -> tuple:
     """The command and its program file's size and time, so a rebuilt binary is measured again."""
     stat = Path(argv[0]).stat()
     return (*argv, stat.st_size, stat.st_mtime_ns)
-
-
-def to_int16(audio: np.ndarray) -> np.ndarray:
-    """Float in [-1, 1] to int16 samples, clipped (a wrapped sample is a loud click)."""
-    return np.clip(np.round(audio.astype(np.float64) * INT16_SCALE), -32768, 32767).astype("<i2")
 
 
 def probe() -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
