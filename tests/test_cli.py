@@ -260,3 +260,14 @@ def test_bad_seeds_are_a_usage_error(capsys):
         main(["--seeds", "zero"])
     assert exit_info.value.code == 2
     assert "expected seeds like 0-9 or 0,3,7, got 'zero'" in capsys.readouterr().err
+
+
+def test_passthrough_si_sdri_is_exactly_zero_on_every_demo_clip(tmp_path):
+    argv = ["--engine", "passthrough", "--metric", "si_sdri", "--metric", "music_attenuation_db",
+            "--results-folder", str(tmp_path), "--quiet"]
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in (tmp_path / "demo" / "passthrough.clips.jsonl").read_text().splitlines()]
+    assert len(rows) == 56
+    gains = [row["scores"]["si_sdri"] for row in rows if row["labels"]["noise"] != "none" and row["labels"]["snr_db"] != "no voice"]
+    assert len(gains) == 48 and set(gains) == {0.0}
+    assert {row["scores"]["music_attenuation_db"] for row in rows if "music_attenuation_db" in row["scores"]} == {0.0}
