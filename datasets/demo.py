@@ -21,7 +21,7 @@ import numpy as np
 
 from nsbench.audio import load_pair, write_audio
 from nsbench.hookspecs import hookimpl
-from nsbench.types import ClipSource, DatasetSpec
+from nsbench.types import ClipSource, DatasetSpec, UserError
 
 # Bump when generation changes, so cached sets from older code are not reused.
 GENERATOR_VERSION = 1
@@ -152,9 +152,25 @@ def demo_folder(seed: int) -> Path:
     return folder
 
 
+def read_manifest(folder: Path) -> list[dict[str, Any]]:
+    """The manifest's entries; each clip id must be a plain file name, since
+    it becomes one under noisy/, clean/ and noise/ (the cache is a shared
+    folder: an entry such as ../../x must not make us read outside it)."""
+    path = folder / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+        ids = [item["clip_id"] for item in manifest]
+    except (ValueError, TypeError, KeyError) as error:
+        raise UserError(f"{path} is damaged ({error}); delete {folder} and it is generated again") from None
+    for clip_id in ids:
+        if not isinstance(clip_id, str) or clip_id in ("", ".", "..") or Path(clip_id).name != clip_id or "\\" in clip_id:
+            raise UserError(f"{path}: clip id {clip_id!r} is not a plain file name; delete {folder} and it is generated again")
+    return manifest
+
+
 def clips(options: Mapping[str, Any]) -> list[ClipSource]:
     folder = demo_folder(options.get("demo_seed", DEFAULT_SEED))
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = read_manifest(folder)
     return [
         ClipSource(
             clip_id=item["clip_id"],

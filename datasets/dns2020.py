@@ -148,7 +148,9 @@ def load_remixed(clip_id: str, noisy_path: str, clean_path: str, labels: Mapping
     if not clipped:
         return clip
     note = f"the remix at {snr_text(snr_db)} dB reaches full scale on {clipped} samples (clipped, as Picovoice's 16-bit write does)"
-    return dataclasses.replace(clip, notes=clip.notes + (note,))
+    # This note says why; load_pair's own full-scale note on the noisy file would repeat it.
+    kept = tuple(n for n in clip.notes if not n.startswith("noisy reaches full scale"))
+    return dataclasses.replace(clip, notes=kept + (note,))
 
 
 def clips(options: Mapping[str, Any]) -> list[ClipSource]:

@@ -122,13 +122,15 @@ def source_rms(root: Path, split: str, paths: list[Path]) -> dict[str, float]:
             known[name], changed = entry, True
         rms[name] = entry[2]
     if changed:
+        temporary = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            temporary = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
             temporary.write_text(json.dumps(known))
             os.replace(temporary, cache)
         except OSError:
             pass  # a read-only cache only costs the next run the same reading
+        finally:
+            temporary.unlink(missing_ok=True)  # left only if writing failed or was interrupted
     return rms
 
 

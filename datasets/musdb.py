@@ -248,13 +248,15 @@ def vocal_activity(track: Track) -> VocalActivity:
     except (OSError, KeyError, ValueError):
         pass
     activity = measure(track)
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
         np.savez(temporary, rate=activity.rate, frames=activity.frames, segment_power=activity.segment_power)
         os.replace(temporary, path)
     except OSError:
         pass  # an unwritable cache only costs the next run the same reading
+    finally:
+        temporary.unlink(missing_ok=True)  # left only if writing failed or was interrupted
     return activity
 
 

@@ -89,9 +89,15 @@ class RNNoiseDemo:
         if not target.is_file():
             raise ClipError(f"{self.label} exited without writing its output file")
         raw = target.read_bytes()
-        written = np.frombuffer(raw[: len(raw) // 2 * 2], dtype="<i2")
+        # Raw PCM has no header to check: any even number of bytes is valid
+        # audio. What the protocol does rule out is checked.
+        if len(raw) % 2:
+            raise ClipError(f"{self.label} wrote {len(raw)} bytes, an odd number: not 16-bit samples")
+        written = np.frombuffer(raw, dtype="<i2")
         if len(written) < length:
             raise ClipError(f"{self.label} wrote {len(written)} samples for {len(pcm)} in; expected at least {length}")
+        if len(written) > len(pcm):
+            raise ClipError(f"{self.label} wrote {len(written)} samples for {len(pcm)} in: more than it was given")
         return from_int16(written[:length])
 
     def calibrate(self) -> int:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio import read_audio
+from nsbench.audio import read_failure
 from nsbench.external import PrivateFolder, run_program
 from nsbench.hookspecs import hookimpl
 from nsbench.types import ClipError, EngineSpec, UserError
@@ -99,10 +99,19 @@ class CommandEngine:
         run_program(argv, self.timeout, cwd=self.folder.path)
         if not target.is_file():
             raise ClipError(f"{Path(argv[0]).name} exited without writing {{output}}")
-        output, rate, _ = read_audio(target)
+        return self.read_output(target, Path(argv[0]).name)
+
+    def read_output(self, target: Path, program: str) -> np.ndarray:
+        """The file as written: one channel is mono; several stay (sources,
+        samples) for the harness to accept on a separation clip or refuse.
+        NaN, Inf and the length are checked by the harness like any output."""
+        try:
+            data, rate = soundfile.read(str(target), dtype="float32", always_2d=True)
+        except Exception as error:  # soundfile raises several types for bad files
+            raise ClipError(f"{program} wrote an {{output}} that is not audio: {read_failure(target, error)}") from error
         if rate != self.sample_rate:
-            raise ClipError(f"{Path(argv[0]).name} wrote {rate} Hz audio, expected {self.sample_rate} Hz")
-        return output
+            raise ClipError(f"{program} wrote {rate} Hz audio, expected {self.sample_rate} Hz")
+        return data[:, 0] if data.shape[1] == 1 else data.T
 
     def close(self) -> None:
         self.folder.close()

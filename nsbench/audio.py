@@ -1,6 +1,7 @@
 """Reading, writing and resampling audio. One place for each, used by every adapter."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Mapping
 
@@ -12,6 +13,8 @@ from nsbench.types import Clip, ClipError
 
 # soxr's "HQ" is what librosa's default res_type ("soxr_hq") runs.
 RESAMPLE_QUALITY = "HQ"
+# The largest 16-bit sample as float: a recording that reaches it (or -1.0) is clipped.
+FULL_SCALE = 32767 / 32768
 
 
 def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
@@ -42,16 +45,47 @@ def read_audio(path: str | Path, *, start: int = 0, frames: int = -1) -> tuple[n
     try:
         data, rate = soundfile.read(str(path), frames=frames, start=start, dtype="float32", always_2d=True)
     except Exception as error:  # soundfile raises several types for bad files
-        raise ClipError(f"cannot read {path}: {error}") from error
+        raise ClipError(f"cannot read {path}: {read_failure(path, error)}") from error
     notes = []
     if data.shape[1] > 1:
         notes.append(f"{Path(path).name}: {data.shape[1]} channels downmixed to mono")
     audio = data.mean(axis=1, dtype=np.float32)
     if len(audio) == 0:
         raise ClipError(f"{path} holds no samples")
-    if not np.all(np.isfinite(audio)):
-        raise ClipError(f"{path} contains NaN or Inf samples")
+    bad = np.flatnonzero(~np.isfinite(audio))
+    if bad.size:
+        raise ClipError(f"{path} contains {bad.size} NaN or Inf samples (the first at sample {bad[0]})")
     return audio, int(rate), notes
+
+
+def read_failure(path: str | Path, error: Exception) -> str:
+    """Why a file could not be read, in a few words: libsndfile says "System
+    error." for a missing file and repeats the path in its message."""
+    file = Path(path)
+    if not file.is_file():
+        return "no such file"
+    if not os.access(file, os.R_OK):
+        return "permission denied"
+    if file.stat().st_size == 0:
+        return "the file is empty (0 bytes)"
+    return str(getattr(error, "error_string", "") or error).rstrip(".")
+
+
+def full_scale_note(role: str, audio: np.ndarray) -> str | None:
+    """A note when ``audio`` reaches 16-bit full scale (a clipped recording?) or
+    goes beyond it (float files can): scored as it is either way, but engines
+    that take 16-bit audio clip what lies beyond."""
+    beyond = int(np.count_nonzero(np.abs(audio) > 1.0))
+    at = int(np.count_nonzero((audio >= FULL_SCALE) | (audio <= -1.0))) - beyond
+    if beyond:
+        reach = f"reaches full scale on {at} samples and " if at else ""
+        return (
+            f"{role} {reach}goes beyond it (|x| > 1) on {beyond} samples: scored as it is; "
+            "engines that take 16-bit audio clip them"
+        )
+    if at:
+        return f"{role} reaches full scale on {at} samples (a clipped recording?): scored as it is"
+    return None
 
 
 def write_audio(path: str | Path, audio: np.ndarray, rate: int) -> None:
@@ -73,7 +107,8 @@ def load_pair(
 
     The clip's rate is ``target_rate`` if given, else the noisy file's. Files at
     another rate are resampled, and files of different lengths are trimmed to
-    the shortest; each treatment is noted on the clip.
+    the shortest; each treatment is noted on the clip, and so is a noisy or
+    clean file that reaches 16-bit full scale (clipped) or goes beyond it.
     """
     noisy, noisy_rate, notes = read_audio(noisy_path)
     clean, clean_rate, clean_notes = read_audio(clean_path)
@@ -93,6 +128,10 @@ def load_pair(
     if any(len(audio) != length for audio in converted.values()):
         lengths = ", ".join(f"{role} {len(audio)}" for role, audio in converted.items())
         notes.append(f"lengths differ ({lengths} samples): trimmed to {length}")
+    for role in ("noisy", "clean"):
+        note = full_scale_note(role, converted[role][:length])
+        if note:
+            notes.append(note)
     return Clip(
         clip_id=clip_id,
         noisy=converted["noisy"][:length],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -16,12 +17,15 @@ from typing import Any, Sequence
 from tqdm import tqdm
 
 from nsbench import provenance
+from nsbench.extras import RunExtras
+from nsbench.extras import add_arguments as add_report_arguments
 from nsbench.audio import write_audio
+from nsbench.interrupts import Interrupted, as_interrupted, deferred, signals_interrupt
 from nsbench.plugins import get_plugin_manager
 from nsbench.registry import Registered, Registry, build_registry
 from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, file_stem, report_markdown, write_json
-from nsbench.runner import run_engine
-from nsbench.summary import summarise
+from nsbench.runner import LAG_COMPENSATION, run_engine
+from nsbench.summary import alignment_summary, summarise
 from nsbench.types import ClipRecord, ClipSource, EngineSpec, MetricSpec, UserError
 
 LIST_CHOICES = ("engines", "datasets", "metrics", "plugins")
@@ -47,6 +51,7 @@ def build_parser(manager) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seeds", type=parse_seeds, help="run seeded engines once per seed: 0-9, or 0,3,7")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no table at the end")
+    add_report_arguments(parser)
     manager.hook.add_arguments(parser=parser)
     return parser
 
@@ -73,11 +78,17 @@ def parse_seeds(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return run_cli(argv)
-    except UserError as error:
-        print(f"nsbench: error: {error}", file=sys.stderr)
-        return EXIT_USER_ERROR
+    with signals_interrupt():
+        try:
+            return run_cli(argv)
+        except UserError as error:
+            print(f"nsbench: error: {error}", file=sys.stderr)
+            return EXIT_USER_ERROR
+        except (Interrupted, KeyboardInterrupt) as error:
+            stop = as_interrupted(error)
+            if not getattr(stop, "reported", False):  # before or between engines: nothing partial to save
+                print(f"nsbench: interrupted by {stop.name}", file=sys.stderr)
+            return stop.exit_code
 
 
 def run_cli(argv: list[str]) -> int:
@@ -116,29 +127,56 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
         "provenance": {**provenance.collect(argv), "jobs": args.jobs},
     }
+    extras = RunExtras(args, folder, dataset, sources, metrics)
+    args.audio_folder = extras.audio_folder
     results, not_run = [], {}
-    for engine in engines:
+    interrupted: Interrupted | None = None
+    for index, engine in enumerate(engines):
         engine_notes: list[str] = []
+        records: list[ClipRecord] = []
+        compensation = None
         try:
-            records = run_and_log(engine, options, sources, metrics, folder, args, engine_notes)
+            run_and_log(engine, options, sources, metrics, folder, args, engine_notes, records)
+            compensation = align_constant_lag(engine, options, sources, metrics, folder, args, engine_notes, records)
         except UserError as error:
             print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
             not_run[engine.name] = str(error)
             continue
+        except (Interrupted, KeyboardInterrupt) as error:
+            # Every clip done is already in the .clips.jsonl; the clips done
+            # also get their summary below, marked as interrupted.
+            interrupted = as_interrupted(error)
+            not_run.update((later.name, f"not run: interrupted by {interrupted.name}") for later in engines[index + 1 :])
+            if not records:
+                break
         if not results:  # input notes are the same for every engine: say them once
             print_clip_notes(records)
         summary = summarise(records, metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells)
+        if compensation:
+            summary["alignment"]["compensation"] = compensation
         info = engine_info(registry.engines.get(engine.name), records, engine_notes)
         extra = {**shared, "engine_info": info}
+        if interrupted:
+            extra["interrupted"] = {"signal": interrupted.name, "clips_done": len(records), "clips_planned": planned_runs(engine, sources, args)}
         result = engine_result(engine.name, dataset.name, summary, metrics, extra)
+        extras.after_engine(result, records)
         write_json(folder / f"{file_stem(engine.name)}.json", result)
         results.append(result)
-    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run, dataset.table_metrics, args.jobs)
+        if interrupted:
+            break
+    sections, exit_code = extras.finish(results)
+    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run, dataset.table_metrics, args.jobs, sections)
+    if interrupted:
+        report = interruption_report(report, interrupted, engine, records, planned_runs(engine, sources, args))
     (folder / "report.md").write_text(report)
+    if interrupted:
+        print_interruption(interrupted, folder, engine, records, planned_runs(engine, sources, args), engines[index + 1 :])
+        interrupted.reported = True
+        raise interrupted
     if not args.quiet:
         print(report)
     print(f"nsbench: results in {folder}/", file=sys.stderr)
-    return 0
+    return exit_code
 
 
 def run_and_log(
@@ -149,14 +187,16 @@ def run_and_log(
     folder: Path,
     args: argparse.Namespace,
     engine_notes: list[str],
-) -> list[ClipRecord]:
+    records: list[ClipRecord],
+) -> None:
+    """Runs the engine, adding each clip's record to ``records`` (and its line
+    to the .clips.jsonl) as it comes, so an interrupt keeps every clip done."""
     seeds: list[int | None] = [None]
     if args.seeds and engine.seeded:
         seeds = list(args.seeds)
     elif args.seeds:
         engine_notes.append("deterministic: run once, --seeds does not apply")
     log = ClipLog(folder / f"{file_stem(engine.name)}.clips.jsonl")
-    records = []
     total = len(sources) * len(seeds)
     progress = tqdm(total=total, desc=engine.name, unit="clip", disable=args.quiet or None, file=sys.stderr)
     outcomes = (
@@ -167,19 +207,81 @@ def run_and_log(
     try:
         for outcome in outcomes:
             record = outcome.record
-            records.append(record)
-            log.add(record)
+            with deferred():
+                records.append(record)
+                log.add(record)
             if record.failed:
                 tqdm.write(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}", file=sys.stderr)
-            elif args.output_folder:
-                name = record.clip_id if record.seed is None else f"{record.clip_id}_seed{record.seed}"
-                path = Path(args.output_folder) / file_stem(engine.name) / f"{name}.wav"
+            elif args.audio_folder:  # --output-folder, or a temporary one for report.html's audio
+                path = Path(args.audio_folder) / file_stem(engine.name) / f"{record.run_id}.wav"
                 write_audio(path, outcome.output, outcome.sample_rate)
             progress.update()
     finally:
+        outcomes.close()  # an interrupt here, not in the engine: close it (and stop its workers) now
         progress.close()
         log.close()
-    return records
+
+
+def align_constant_lag(
+    engine: EngineSpec,
+    options: dict[str, Any],
+    sources: list[ClipSource],
+    metrics: list[MetricSpec],
+    folder: Path,
+    args: argparse.Namespace,
+    engine_notes: list[str],
+    records: list[ClipRecord],
+) -> dict[str, Any] | None:
+    """--align-constant-lag: if the first pass found a constant lag, run the
+    engine again with that lag removed on top of its declared delay; its
+    records replace the first pass's (so do its .clips.jsonl and audio).
+    Returns what was done, for the report; None if nothing was."""
+    if not args.align_constant_lag:
+        return None
+    first = alignment_summary(records)
+    lag = first["constant_lag"]
+    if lag is None:
+        return None
+    seconds = lag["samples"] / lag["sample_rate"]
+    declared = engine.delay / (engine.sample_rate or lag["sample_rate"])
+    if seconds + declared < 0:  # earlier than the input itself: nothing to remove
+        engine_notes.append(f"output early by {-lag['samples']} samples, more than its declared delay: not compensated")
+        return None
+    second: list[ClipRecord] = []
+    try:
+        run_and_log(engine, {**options, LAG_COMPENSATION: seconds}, sources, metrics, folder, args, engine_notes, second)
+    finally:
+        records[:] = second  # the files now hold the second pass
+    return {**lag, "first_pass": {key: first[key] for key in ("text", "measured_clips", "lags")}}
+
+
+def planned_runs(engine: EngineSpec, sources: list[ClipSource], args: argparse.Namespace) -> int:
+    return len(sources) * (len(args.seeds) if args.seeds and engine.seeded else 1)
+
+
+def interruption_report(report: str, stop: Interrupted, engine: EngineSpec, records: list[ClipRecord], planned: int) -> str:
+    """The report with a paragraph, after its title, saying it is incomplete."""
+    title, _, rest = report.partition("\n\n")
+    return f"{title}\n\n**Interrupted by {stop.name}: incomplete.** {engine.name} ran {len(records)} of {planned} clips.\n\n{rest}"
+
+
+def print_interruption(
+    stop: Interrupted, folder: Path, engine: EngineSpec, records: list[ClipRecord], planned: int, later: list[EngineSpec]
+) -> None:
+    """Where the results are, and how to get the rest: there is no resume."""
+    stem = file_stem(engine.name)
+    lines = [f"interrupted by {stop.name} during {engine.name}, after {len(records)} of {planned} clips"]
+    if records:
+        lines.append(f"{stem}.clips.jsonl holds every clip done; {stem}.json summarises them, marked \"interrupted\"")
+    lines.append(f"results so far in {folder}/ (report.md covers the engines that ran)")
+    missing = [engine, *later]
+    lines.append(
+        "there is no resume: rerun the same command, or run only what is missing with "
+        + " ".join(f"--engine {shlex.quote(e.name)}" for e in missing)
+        + f" (the baseline {BASELINE_ENGINE} is always added)"
+    )
+    for line in lines:
+        print(f"nsbench: {line}", file=sys.stderr)
 
 
 def print_clip_notes(records: list[ClipRecord], shown: int = 5) -> None:

@@ -115,7 +115,7 @@ def cached_remix(clean_path: str | Path, noisy_path: str | Path, snr_db: float, 
     pair cannot be remixed.
     """
     folder = cache_folder or default_cache_folder()
-    clean_bytes, noisy_bytes = Path(clean_path).read_bytes(), Path(noisy_path).read_bytes()
+    clean_bytes, noisy_bytes = read_bytes(clean_path), read_bytes(noisy_path)
     path = folder / f"{remix_key(clean_bytes, noisy_bytes, snr_db)}.wav"
     if path.is_file():
         return path
@@ -127,8 +127,18 @@ def cached_remix(clean_path: str | Path, noisy_path: str | Path, snr_db: float, 
         mixed = remix(clean, noisy, snr_db)
     except ValueError as error:
         raise ClipError(f"cannot remix {noisy_path} at {snr_db:g} dB: {error}") from error
-    write_atomically(path, to_pcm16(mixed), clean_rate)
+    try:
+        write_atomically(path, to_pcm16(mixed), clean_rate)
+    except Exception as error:  # a full disk, a read-only cache: the clip fails, not the run
+        raise ClipError(f"cannot write the remix of {noisy_path} to {folder}: {error}") from error
     return path
+
+
+def read_bytes(path: str | Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise ClipError(f"cannot read {path}: {error.strerror or error}") from error
 
 
 def read_like_picovoice(data: bytes, name: str | Path) -> tuple[np.ndarray, int]:

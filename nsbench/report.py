@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+from urllib.parse import quote
 
 from nsbench.types import ClipRecord, MetricSpec
 
@@ -90,6 +91,11 @@ def engine_result(
         "metrics": summary["metrics"],
         "cells": summary["cells"],
         "worst_cell": summary["worst_cell"],
+        "alignment": summary["alignment"],
+        "flags": summary["flags"],
+        "expected_flags": summary["expected_flags"],
+        "worst_clips": summary["worst_clips"],
+        "typical_clips": summary["typical_clips"],
         "metric_definitions": metric_legend(metrics),
         **extra,
     }
@@ -107,11 +113,23 @@ def table_columns(results: Sequence[Mapping[str, Any]], extra: Sequence[str]) ->
     return [column for column in shown if any(column[0] in r["metrics"] for r in results)]
 
 
+Table = tuple[list[str], list[list[str]]]  # header, rows: markdown and HTML render the same cells
+
+
+def markdown_table(table: Table) -> str:
+    header, rows = table
+    return "\n".join([markdown_row(header), markdown_row(["---"] * len(header)), *(markdown_row(row) for row in rows)])
+
+
 def cell_table(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], extra: Sequence[str] = ()) -> str:
     """A markdown table with a row per cell and engine; cell means."""
+    return markdown_table(cell_rows(results, cell_keys, extra))
+
+
+def cell_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], extra: Sequence[str] = ()) -> Table:
     columns = table_columns(results, extra)
     header = [*cell_keys, "engine", "n", *(title for _, title, _ in columns)]
-    lines = [markdown_row(header), markdown_row(["---"] * len(header))]
+    lines = []
     by_cell: dict[tuple, list[tuple[str, Mapping[str, Any]]]] = {}
     for result in results:
         for row in result["cells"]:
@@ -121,34 +139,63 @@ def cell_table(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], e
         for engine, row in rows:
             failed = f" ({row['failures']} failed)" if row["failures"] else ""
             values = [fmt(row["metrics"].get(name, {}).get("mean", math.nan), d) for name, _, d in columns]
-            lines.append(markdown_row([*cell, engine, f"{row['clips']}{failed}", *values]))
-    return "\n".join(lines)
+            lines.append([*cell, engine, f"{row['clips']}{failed}", *values])
+    return header, lines
 
 
 def summary_table(results: Sequence[Mapping[str, Any]]) -> str:
     """Per engine: the mean over all clips beside the worst cell."""
-    headline = next((r["worst_cell"]["metric"] for r in results if r.get("worst_cell")), "si_sdri")
-    header = ["engine", "clips", "failed", f"{headline} mean", "worst cell", f"{headline} there", "STOI", "RTF (CPU)", "RTF (wall)"]
-    lines = [markdown_row(header), markdown_row(["---"] * len(header))]
+    return markdown_table(summary_rows(results))
+
+
+def headline_of(results: Sequence[Mapping[str, Any]]) -> str:
+    return next((r["worst_cell"]["metric"] for r in results if r.get("worst_cell")), "si_sdri")
+
+
+def summary_rows(results: Sequence[Mapping[str, Any]]) -> Table:
+    headline = headline_of(results)
+    header = [
+        "engine", "clips", "failed", f"{headline} mean", "95% CI", "bad tail (p5/p95)", "worst cell", f"{headline} there",
+        "STOI", "RTF (CPU)", "RTF (wall)", "alignment", "flags",
+    ]
+    rows = []
     for result in results:
         worst = result.get("worst_cell") or {}
         worst_name = ", ".join(f"{k}={v}" for k, v in worst.get("cell", {}).items()) or "–"
-        lines.append(
-            markdown_row(
-                [
-                    result["engine"],
-                    str(result["clips"]),
-                    str(result["failures"]),
-                    fmt(result["metrics"].get(headline, {}).get("mean", math.nan), 2),
-                    worst_name,
-                    fmt(worst.get("mean", math.nan), 2),
-                    fmt(result["stoi"], 3),
-                    fmt(result["rtf"], 3),
-                    fmt(result["rtf_wall"], 3),
-                ]
-            )
-        )
-    return "\n".join(lines)
+        stats = result["metrics"].get(headline, {})
+        rows.append([
+            result["engine"],
+            str(result["clips"]),
+            str(result["failures"]),
+            fmt(stats.get("mean", math.nan), 2),
+            interval(stats.get("mean_ci95"), 2),
+            bad_tail(stats, result["metric_definitions"].get(headline, {}).get("higher_is_better", True)),
+            worst_name,
+            fmt(worst.get("mean", math.nan), 2),
+            fmt(result["stoi"], 3),
+            fmt(result["rtf"], 3),
+            fmt(result["rtf_wall"], 3),
+            result.get("alignment", {}).get("text", "–"),
+            flag_cell(result),
+        ])
+    return header, rows
+
+
+def interval(bounds: Sequence[float] | None, decimals: int) -> str:
+    if not bounds:
+        return "–"
+    return f"[{fmt(bounds[0], decimals)}, {fmt(bounds[1], decimals)}]"
+
+
+def bad_tail(stats: Mapping[str, Any], higher_is_better: bool) -> str:
+    """The 5th percentile where higher is better, else the 95th: the bad end."""
+    return fmt(stats.get("p5" if higher_is_better else "p95", math.nan), 2)
+
+
+def flag_cell(result: Mapping[str, Any]) -> str:
+    flags = [f"{name} ({len(flag['clips'])})" for name, flag in result.get("flags", {}).items()]
+    flags += [f"{name} ({len(flag['clips'])}, expected)" for name, flag in result.get("expected_flags", {}).items()]
+    return ", ".join(flags) or "none"
 
 
 def legend(metrics: Sequence[MetricSpec], extra: Sequence[str] = ()) -> str:
@@ -169,6 +216,70 @@ def engine_line(result: Mapping[str, Any]) -> str:
     return f"- {result['engine']} {info['version']} ({info['origin']}): delay removed {delays}.{notes}{oracle}"
 
 
+# Clips named per flag in report.md; the JSON names them all.
+CLIPS_NAMED = 10
+
+
+def clip_list(clips: Sequence[str]) -> str:
+    named = ", ".join(clips[:CLIPS_NAMED])
+    more = f" and {len(clips) - CLIPS_NAMED} more" if len(clips) > CLIPS_NAMED else ""
+    return f"{len(clips)} clip{'s' if len(clips) != 1 else ''}: {named}{more}"
+
+
+def compensation_text(alignment: Mapping[str, Any]) -> str:
+    done = alignment.get("compensation")
+    if not done:
+        return ""
+    return (
+        f" Constant lag compensated (--align-constant-lag): a first pass found {done['first_pass']['text']} "
+        f"(measured on {done['first_pass']['measured_clips']} clips); the harness then removed "
+        f"{done['samples']} more samples at {done['sample_rate']} Hz and re-ran the engine: every number here is from that second run."
+    )
+
+
+def checks_lines(result: Mapping[str, Any]) -> list[str]:
+    """Alignment and degenerate-output flags of one engine, naming the clips."""
+    alignment = result.get("alignment", {})
+    lines = [f"- **{result['engine']}**: {alignment.get('text', '–')}.{compensation_text(alignment)}"]
+    for name, flag in result.get("flags", {}).items():
+        lines.append(f"  - FLAG {name}: {flag['description']}; {clip_list(flag['clips'])}")
+    for name, flag in result.get("expected_flags", {}).items():
+        lines.append(f"  - {name}, expected ({flag['expected']}): {len(flag['clips'])} clips")
+    if not result.get("flags"):
+        lines.append("  - no degenerate output")
+    return lines
+
+
+def baseline_rows(results: Sequence[Mapping[str, Any]]) -> Table:
+    """Every engine against each baseline, over all clips, with the cells' verdicts counted."""
+    header = ["engine", "against", "metric", "paired clips", "mean difference", "p (Wilcoxon)", "verdict", "per cell"]
+    rows = []
+    for result in results:
+        for baseline, by_metric in result.get("comparisons", {}).items():
+            for metric, comparison in by_metric.items():
+                overall = comparison["all"]
+                verdicts = [cell["verdict"] for cell in comparison["cells"]]
+                counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("better", "worse", "not distinguishable") if v in verdicts)
+                rows.append([
+                    result["engine"], baseline, metric, str(overall["n"]), fmt(overall["mean_difference"], 3),
+                    fmt(overall["p_value"], 3), overall["verdict"], counts or "–",
+                ])
+    return header, rows
+
+
+def worst_rows(results: Sequence[Mapping[str, Any]], link: bool = True) -> Table:
+    header = ["engine", "rank", "clip", "cell", "metric", "value", "audio"]
+    rows = []
+    for result in results:
+        for rank, pick in enumerate(result.get("worst_clips", []), 1):
+            audio = pick.get("audio", "")
+            rows.append([
+                result["engine"], str(rank), pick["run"], ", ".join(f"{k}={v}" for k, v in pick["labels"].items()),
+                pick["metric"], fmt(pick["value"], 2), (f"[listen]({quote(audio)})" if link else audio) if audio else "–",
+            ])
+    return header, rows
+
+
 def markdown_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(str(cell).replace("|", "/") for cell in cells) + " |"
 
@@ -181,7 +292,9 @@ def report_markdown(
     not_run: Mapping[str, str],
     extra_columns: Sequence[str] = (),
     jobs: int = 1,
+    sections: Sequence[str] = (),
 ) -> str:
+    """``sections``: more markdown (plots, a comparison with stored results) before the legend."""
     ordered = sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
     parts = [
         f"# nsbench report: {dataset}",
@@ -191,8 +304,17 @@ def report_markdown(
         f"{jobs} worker process{'es' if jobs > 1 else ''} shared the machine's cores, which inflates wall-clock RTF.",
         "## Per engine: mean and worst cell",
         summary_table(ordered),
+        "## Checks: alignment and degenerate output",
+        "\n".join(line for result in ordered for line in checks_lines(result)),
+        "## Against the baselines",
+        "Paired per clip, Wilcoxon signed-rank at 5%; \"not distinguishable\" where the difference is not significant, "
+        "rather than a ranking. A cell of fewer than 6 clips can never be significant.",
+        markdown_table(baseline_rows(ordered)) if any(r.get("comparisons") for r in ordered) else "No baseline ran.",
+        "## Worst clips",
+        markdown_table(worst_rows(ordered)),
         "## Per cell",
         cell_table(ordered, cell_keys, extra_columns),
+        *sections,
         "## Metrics",
         legend(metrics, extra_columns),
     ]

@@ -7,11 +7,16 @@ file I/O: it yields records and output audio, and the caller writes them.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.util
+import os
 import pickle
+import signal
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -19,7 +24,9 @@ import numpy as np
 import psutil
 from threadpoolctl import threadpool_limits
 
+from nsbench import checks
 from nsbench.audio import fit_length, resample
+from nsbench.external import PrivateFolder
 from nsbench.types import (
     Clip,
     ClipError,
@@ -32,6 +39,24 @@ from nsbench.types import (
     MetricUndefined,
     UserError,
 )
+
+
+# A user's model may end with sys.exit() on an error, as scripts do: that fails
+# its clip like an exception, rather than ending the whole run.
+ENGINE_FAULTS = (Exception, SystemExit)
+# Clips shorter than one 20 ms level segment (two 10 ms engine frames) give
+# engines and metrics nothing to work on; resampling may even leave an engine
+# no sample at all. They fail with this reason rather than score.
+MIN_CLIP_SECONDS = 0.020
+
+
+# Option set by --align-constant-lag's second pass: seconds of lag removed on
+# top of the engine's declared delay (negative: an early output is delayed).
+LAG_COMPENSATION = "lag_compensation_seconds"
+
+
+class NonFiniteOutput(ClipError):
+    """The engine returned NaN or Inf: the clip fails, and is flagged."""
 
 
 @dataclass
@@ -96,7 +121,7 @@ def run_engine(
             holder.get()
         except UserError:
             raise
-        except Exception as error:
+        except ENGINE_FAULTS as error:
             raise UserError(f"engine '{spec.name}' could not start: {type(error).__name__}: {error}") from error
         if jobs > 1 and len(sources) > 1 and parallel_possible(sources, holder.notes):
             # The parent's build checked that the engine starts (and measured
@@ -130,8 +155,19 @@ def parallel_possible(sources: Sequence[ClipSource], notes: list[str]) -> bool:
 _worker: tuple[EngineHolder, Sequence[MetricSpec]] | None = None
 
 
-def start_worker(spec: EngineSpec, options: Mapping[str, Any], metrics: Sequence[MetricSpec]) -> None:
+def start_worker(spec: EngineSpec, options: Mapping[str, Any], metrics: Sequence[MetricSpec], scratch: str) -> None:
     global _worker
+    # Its own process group: the parent ends a worker and every program it
+    # runs with one killpg, and a Ctrl-C at the terminal reaches only the
+    # parent, which decides. The parent's signal handlers, inherited by fork,
+    # are not the worker's: SIGTERM ends it at once, whichever of its threads
+    # (BLAS, onnxruntime) the signal lands on.
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Temporary files of the engine and of its programs go where the parent
+    # removes them, however the worker ends.
+    tempfile.tempdir = os.environ["TMPDIR"] = scratch
     holder = EngineHolder(spec, options)
     # Runs when the worker exits normally, so subprocesses and temporary
     # folders of the worker's engine are cleaned up like the serial ones.
@@ -145,6 +181,11 @@ def work_on(source: ClipSource) -> tuple[Outcome, list[str]]:
     return run_clip(holder, source, metrics), holder.all_notes()
 
 
+class WorkerDied(Exception):
+    """A worker process ended abruptly (a crash in an engine's native code, the
+    kernel's OOM killer); the message says how."""
+
+
 def run_in_workers(
     spec: EngineSpec,
     options: Mapping[str, Any],
@@ -153,11 +194,82 @@ def run_in_workers(
     jobs: int,
     notes: list[str],
 ) -> Iterator[Outcome]:
+    """Clips in clip order. A worker that dies breaks the pool, and which of
+    the clips in progress killed it is unknown: the first clip not returned
+    runs again alone, in a fresh worker, and fails if that one dies too; then
+    fresh workers take the rest."""
+    done = 0
+    while done < len(sources):
+        try:
+            for outcome in run_in_pool(spec, options, sources[done:], metrics, jobs, notes):
+                done += 1
+                yield outcome
+        except WorkerDied:
+            source = sources[done]
+            try:
+                yield from run_in_pool(spec, options, [source], metrics, 1, notes)
+            except WorkerDied as died:
+                yield Outcome(died_on(spec, options, source, str(died)), None, 0)
+            done += 1
+
+
+def run_in_pool(
+    spec: EngineSpec,
+    options: Mapping[str, Any],
+    sources: Sequence[ClipSource],
+    metrics: Sequence[MetricSpec],
+    jobs: int,
+    notes: list[str],
+) -> Iterator[Outcome]:
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=start_worker, initargs=(spec, options, metrics)) as pool:
-        for outcome, worker_notes in pool.map(work_on, sources):
+    scratch = PrivateFolder("nsbench-workers-")
+    initargs = (spec, options, metrics, str(scratch.path))
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=start_worker, initargs=initargs)
+    workers: list[multiprocessing.process.BaseProcess] = []
+    try:
+        results = pool.map(work_on, sources)
+        workers = list((pool._processes or {}).values())  # all started by the first submit (fork); no public API
+        for outcome, worker_notes in results:
             notes.extend(note for note in worker_notes if note not in notes)
             yield outcome
+    except BrokenProcessPool as error:
+        # The pool SIGTERMs the other workers; the programs they ran go too.
+        end_workers(workers)
+        pool.shutdown(wait=True)  # the exit codes are known after
+        raise WorkerDied(how_it_died(workers)) from error
+    except BaseException:  # an interrupt, the consumer stopping early, or a bug
+        # Now, rather than after every clip handed out, as the pool's own shutdown would.
+        pool.shutdown(wait=False, cancel_futures=True)
+        end_workers(workers)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        scratch.close()
+
+
+def end_workers(workers: list[multiprocessing.process.BaseProcess]) -> None:
+    """Each worker and every program it runs (its process group), at once;
+    their temporary files are in the scratch folder the parent removes."""
+    for worker in workers:
+        for kill in (os.killpg, os.kill):  # os.kill too: a worker not yet in its own group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(worker.pid, signal.SIGKILL)
+
+
+def how_it_died(workers: list[multiprocessing.process.BaseProcess]) -> str:
+    """Exact for a pool of one, as a clip's second try runs."""
+    codes = [worker.exitcode for worker in workers if worker.exitcode]
+    if not codes:
+        return "no exit code"
+    return f"signal {-codes[0]}, {signal.Signals(-codes[0]).name}" if codes[0] < 0 else f"exit code {codes[0]}"
+
+
+def died_on(spec: EngineSpec, options: Mapping[str, Any], source: ClipSource, how: str) -> ClipRecord:
+    return ClipRecord(
+        engine=spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=options.get("seed"),
+        error=f"the worker process running this clip died ({how}): a crash in the engine's native code, "
+        "or the system killed it; fresh workers took the next clips",
+    )
 
 
 def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricSpec]) -> Outcome:
@@ -169,10 +281,18 @@ def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricS
         record.notes.extend(clip.notes)
         record.duration = clip.duration
         record.source_path = clip.source_path
+        record.sample_rate = clip.sample_rate
         output, record.cpu_seconds, record.wall_seconds, record.delay = process(holder, clip)
-        record.scores, record.undefined = score(clip, output, metrics, record)
+        # One BLAS thread: on 4-second clips BLAS threads cost more than they save
+        # (STOI and ESTOI took 30% more CPU with two), and with --jobs the workers
+        # already keep every core busy. Entered once per clip: it costs ~4 ms.
+        with threadpool_limits(limits=1):
+            record.scores, record.undefined = score(clip, output, metrics, record)
+            record.residual_lag, record.lag_unmeasured = checks.residual_lag(output, clip)
+            record.flags = checks.output_flags(output, clip) + checks.score_flags(record.scores)
     except ClipError as error:
         record.error = str(error)
+        record.flags = ["nan_inf"] if isinstance(error, NonFiniteOutput) else []
         return Outcome(record, None, 0)
     return Outcome(record, output, clip.sample_rate)
 
@@ -180,35 +300,54 @@ def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricS
 def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float, str]:
     """Run the engine on one clip; returns (output at the clip's rate, CPU s,
     wall s, the delay removed as "N samples at R Hz")."""
+    check_length(clip)
     try:
         engine = holder.get()
-    except Exception as error:
-        raise ClipError(f"engine could not be rebuilt: {type(error).__name__}: {error}") from error
+    except ENGINE_FAULTS as error:
+        raise ClipError(f"engine could not be rebuilt: {fault_text(error)}") from error
     try:
         # Per-clip set-up that is not processing (a fresh model state) stays
         # outside the timer, like model loading.
         getattr(engine, "prepare", lambda: None)()
-    except Exception as error:
+    except ENGINE_FAULTS as error:
         holder.discard()
-        raise ClipError(f"engine could not prepare: {type(error).__name__}: {error}") from error
+        raise ClipError(f"engine could not prepare: {fault_text(error)}") from error
     # An engine whose rate is None works at any rate: it gets the clip's own.
-    rate, delay = engine.sample_rate or clip.sample_rate, engine.delay
+    rate = engine.sample_rate or clip.sample_rate
+    # The declared delay, and the lag --align-constant-lag found over a first pass.
+    delay = engine.delay + round(holder.options.get(LAG_COMPENSATION, 0.0) * rate)
     reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
     cpu_start, wall_start = cpu_seconds(), time.perf_counter()
     engine_input = resample(clip.noisy, clip.sample_rate, rate)
     try:
         # Zeros appended so the delayed output still holds the clip's last samples.
         raw = engine.process(padded(engine_input, delay), **reference)
-    except Exception as error:
+    except ENGINE_FAULTS as error:
         holder.discard()
         if isinstance(error, ClipError):  # the adapter already said what went wrong
             raise
-        raise ClipError(f"engine raised {type(error).__name__}: {error}") from error
+        raise ClipError(f"engine raised {fault_text(error)}") from error
     check_output(raw, len(engine_input) + delay, several_allowed=clip.is_separation)
     kept = np.asarray(raw, dtype=np.float32)[..., delay : delay + len(engine_input)]
     output = resample(kept, rate, clip.sample_rate)
     cpu, wall = cpu_seconds() - cpu_start, time.perf_counter() - wall_start
     return fit_length(output, len(clip.noisy)), cpu, wall, f"{delay} samples at {rate} Hz"
+
+
+def check_length(clip: Clip) -> None:
+    shortest = int(np.ceil(MIN_CLIP_SECONDS * clip.sample_rate))
+    length = len(clip.noisy)
+    if length < shortest:
+        raise ClipError(
+            f"the clip is {length} sample{'' if length == 1 else 's'} long at {clip.sample_rate} Hz; "
+            f"nsbench needs at least {1000 * MIN_CLIP_SECONDS:g} ms ({shortest} samples) to run an engine on it"
+        )
+
+
+def fault_text(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"SystemExit: the engine called sys.exit({error.code!r})"
+    return f"{type(error).__name__}: {error}"
 
 
 def padded(audio: np.ndarray, count: int) -> np.ndarray:
@@ -237,7 +376,7 @@ def check_output(output: object, expected_length: int, several_allowed: bool = F
         raise ClipError(f"engine returned {output.shape[-1]} samples for {expected_length} in")
     bad = int(np.count_nonzero(~np.isfinite(output)))
     if bad:
-        raise ClipError(f"engine output has {bad} NaN or Inf samples")
+        raise NonFiniteOutput(f"engine output has {bad} NaN or Inf samples")
 
 
 def separated(output: np.ndarray, clip: Clip) -> np.ndarray | None:
@@ -263,12 +402,8 @@ def score(
     )
     scores: dict[str, float] = {}
     undefined: dict[str, str] = {}
-    # One BLAS thread: on 4-second clips BLAS threads cost more than they save
-    # (STOI and ESTOI took 30% more CPU with two), and with --jobs the workers
-    # already keep every core busy.
-    with threadpool_limits(limits=1):
-        for metric in metrics:
-            score_one(metric, clip, inputs, scores, undefined)
+    for metric in metrics:  # with one BLAS thread: see run_clip
+        score_one(metric, clip, inputs, scores, undefined)
     return scores, undefined
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Iterable, Mapping, Sequence
+import warnings
+from collections import Counter
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from nsbench import checks
+from nsbench.report import BASELINE_ENGINE
 from nsbench.types import ClipRecord, MetricSpec
 
 
@@ -49,41 +53,85 @@ def metric_stats(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec]) -
     bootstrap 95% CI of the median (the variant earthspecies' results.py reports)."""
     scored = [record for record in records if not record.failed]
     seeded = len({record.seed for record in scored}) > 1
-    stats = {}
+    stats, clip_means = {}, {}
     for metric in metrics:
         by_clip: dict[str, list[float]] = {}
         for record in scored:
             if metric.name in record.scores:
                 by_clip.setdefault(record.clip_id, []).append(record.scores[metric.name])
-        stats[metric.name] = describe([float(np.mean(values)) for values in by_clip.values()])
+        clip_means[metric.name] = [float(np.mean(values)) for values in by_clip.values()]
+        stats[metric.name] = describe(clip_means[metric.name])
         if seeded:
             rows = [value for values in by_clip.values() for value in values]
             stats[metric.name]["pooled"] = {**describe(rows), "median_ci95": bootstrap_median_ci(rows)}
+    for name, extra in uncertainty(clip_means).items():
+        stats[name].update(extra)
     return stats
 
 
 BOOTSTRAP_RESAMPLES = 1000
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=32)  # an engine's cells come in a few sizes
 def resample_indices(count: int) -> np.ndarray:
     """(resamples, count) indices; the same for every call with this count."""
     return np.stack([np.random.RandomState(i).randint(0, count, count) for i in range(BOOTSTRAP_RESAMPLES)])
 
 
-def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[float]:
-    """Percentile bootstrap confidence interval of the median.
+@functools.lru_cache(maxsize=32)
+def quick_resample_indices(count: int) -> np.ndarray:
+    """(resamples, count) indices seeded by the count: the same on every run.
+    One generator call, where resample_indices builds 1000 (0.25 s per size):
+    the per-cell intervals need determinism, not earthspecies' exact draws."""
+    return np.random.default_rng(count).integers(0, count, (BOOTSTRAP_RESAMPLES, count))
+
+
+def bootstrap_ci(values: Sequence[float], statistic: Callable = np.median, level: float = 0.95) -> list[float]:
+    """Percentile bootstrap confidence interval of ``statistic`` (deterministic).
 
     Resample i draws its indices from ``np.random.RandomState(i)``, as the
     ``confidence_intervals`` package behind earthspecies' results.py does, so
-    the pooled interval reproduces theirs on the same rows.
+    the pooled interval of the median reproduces theirs on the same rows.
     """
     array = np.asarray(values, dtype=np.float64)
     if array.size == 0:
         return [math.nan, math.nan]
-    medians = np.median(array[resample_indices(len(array))], axis=1)
+    estimates = statistic(array[resample_indices(len(array))], axis=1)
     tail = (1 - level) / 2 * 100
-    return [float(np.percentile(medians, tail)), float(np.percentile(medians, 100 - tail))]
+    return [float(np.percentile(estimates, tail)), float(np.percentile(estimates, 100 - tail))]
+
+
+def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[float]:
+    return bootstrap_ci(values, np.median, level)
+
+
+def uncertainty(columns: Mapping[str, Sequence[float]]) -> dict[str, dict[str, Any]]:
+    """Per column (metric): the tails (5th and 95th percentiles: which is the
+    bad one depends on the metric's direction) and percentile-bootstrap 95%
+    CIs of the mean and median (quick_resample_indices).
+
+    Columns of equal length go through numpy together: one call per cell
+    instead of one per metric (a demo run has about 5000 columns)."""
+    by_size: dict[int, list[str]] = {}
+    for name, values in columns.items():
+        by_size.setdefault(len(values), []).append(name)
+    result = {}
+    for size, names in by_size.items():
+        if not size:
+            result.update({name: {"p5": math.nan, "p95": math.nan, "mean_ci95": [math.nan] * 2, "median_ci95": [math.nan] * 2} for name in names})
+            continue
+        array = np.array([columns[name] for name in names], dtype=np.float64)  # (columns, clips)
+        samples = array[:, quick_resample_indices(size)]  # (columns, resamples, clips)
+        low, high = np.percentile([samples.mean(axis=2), np.median(samples, axis=2)], [2.5, 97.5], axis=2)
+        tails = np.percentile(array, [5, 95], axis=1)
+        for i, name in enumerate(names):
+            result[name] = {
+                "p5": float(tails[0, i]),
+                "p95": float(tails[1, i]),
+                "mean_ci95": [float(low[0, i]), float(high[0, i])],
+                "median_ci95": [float(low[1, i]), float(high[1, i])],
+            }
+    return result
 
 
 def summarise(
@@ -116,6 +164,9 @@ def summarise(
         "cells": cell_rows,
         "worst_cell": worst_cell([row for row in cell_rows if not row.get("pooled")], metrics, headline),
         **realtime_totals(records),
+        "alignment": alignment_summary(records),
+        **flag_summary(records),
+        **listening_picks(records, headline_spec(metrics, headline)),
     }
 
 
@@ -153,3 +204,207 @@ def realtime_totals(records: Sequence[ClipRecord]) -> dict[str, float]:
         "rtf": sum(r.cpu_seconds for r in ran) / duration,
         "rtf_wall": sum(r.wall_seconds for r in ran) / duration,
     }
+
+
+def headline_spec(metrics: Sequence[MetricSpec], headline: str) -> MetricSpec | None:
+    """The headline metric, or the first one if it was not computed."""
+    by_name = {metric.name: metric for metric in metrics}
+    return by_name.get(headline, next(iter(by_name.values()), None))
+
+
+# --------------------------------------------------------------------------- checks
+
+# A non-zero lag found on at least this share of the measured clips is the
+# engine's constant lag, which --align-constant-lag removes.
+CONSTANT_LAG_SHARE = 0.8
+
+
+def alignment_summary(records: Sequence[ClipRecord]) -> dict[str, Any]:
+    """Residual lags over the clips: "sample-aligned", or late/early by how
+    much on which clips, and the constant lag if there is one."""
+    measured = [r for r in records if r.residual_lag is not None]
+    lags: dict[int, list[str]] = {}
+    for record in measured:
+        if record.residual_lag:
+            lags.setdefault(record.residual_lag, []).append(record.run_id)
+    unmeasured = [r.run_id for r in records if r.residual_lag is None and r.lag_unmeasured]
+    rates = sorted({r.sample_rate for r in measured})
+    summary = {
+        "sample_aligned": bool(measured) and not lags,
+        "measured_clips": len(measured),
+        "sample_rates": rates,
+        "lags": {str(lag): clips for lag, clips in sorted(lags.items())},
+        "unmeasured_clips": unmeasured,
+        "constant_lag": constant_lag(measured),
+    }
+    return {"text": alignment_text(summary), **summary}
+
+
+def constant_lag(measured: Sequence[ClipRecord]) -> dict[str, int] | None:
+    """The most common non-zero (lag, rate), if it holds on CONSTANT_LAG_SHARE of the clips."""
+    counts = Counter((r.residual_lag, r.sample_rate) for r in measured if r.residual_lag)
+    if not counts:
+        return None
+    (lag, rate), count = counts.most_common(1)[0]
+    if count < CONSTANT_LAG_SHARE * len(measured):
+        return None
+    return {"samples": lag, "sample_rate": rate, "clips": count}
+
+
+def alignment_text(summary: Mapping[str, Any]) -> str:
+    """"sample-aligned", or "late by N samples on k clips" (and early, unmeasurable)."""
+    parts = []
+    if summary["sample_aligned"]:
+        parts.append("sample-aligned")
+    elif not summary["measured_clips"]:
+        parts.append("alignment not measured")
+    for lag, clips in summary["lags"].items():
+        side = "late" if int(lag) > 0 else "early"
+        parts.append(f"{side} by {plural(abs(int(lag)), 'sample')} on {plural(len(clips), 'clip')}")
+    if summary["unmeasured_clips"]:
+        parts.append(f"not measurable on {plural(len(summary['unmeasured_clips']), 'clip')}")
+    return ", ".join(parts)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def flag_summary(records: Sequence[ClipRecord]) -> dict[str, dict[str, Any]]:
+    """Per raised flag, its meaning and the clips. Flags that define the engine
+    (the baseline passes its input through) go under ``expected_flags``."""
+    expected = checks.EXPECTED_FLAGS.get(records[0].engine, {}) if records else {}
+    flags, expected_flags = {}, {}
+    for name, description in checks.FLAGS.items():
+        clips = [r.run_id for r in records if name in r.flags]
+        if not clips:
+            continue
+        if name in expected:
+            expected_flags[name] = {"description": description, "clips": clips, "expected": expected[name]}
+        else:
+            flags[name] = {"description": description, "clips": clips}
+    return {"flags": flags, "expected_flags": expected_flags}
+
+
+# --------------------------------------------------------------------------- worst and typical clips
+
+WORST_CLIPS = 5  # listed per engine, with their audio
+TYPICAL_CLIPS = 2  # nearest the engine's median, to listen to beside the worst
+
+
+def listening_picks(records: Sequence[ClipRecord], metric: MetricSpec | None) -> dict[str, list[dict[str, Any]]]:
+    """The worst clips by the headline metric, and the typical ones (nearest its median)."""
+    if metric is None:
+        return {"worst_clips": [], "typical_clips": []}
+    scored = [r for r in records if not r.failed and metric.name in r.scores]
+    sign = 1 if metric.higher_is_better else -1
+    ranked = sorted(scored, key=lambda r: (sign * r.scores[metric.name], r.run_id))
+    worst = ranked[:WORST_CLIPS]
+    median = float(np.median([r.scores[metric.name] for r in scored])) if scored else math.nan
+    rest = [r for r in ranked if r not in worst]
+    typical = sorted(rest, key=lambda r: (abs(r.scores[metric.name] - median), r.run_id))[:TYPICAL_CLIPS]
+    return {"worst_clips": [pick(r, metric.name) for r in worst], "typical_clips": [pick(r, metric.name) for r in typical]}
+
+
+def pick(record: ClipRecord, metric: str) -> dict[str, Any]:
+    return {
+        "clip_id": record.clip_id,
+        "run": record.run_id,
+        "seed": record.seed,
+        "labels": record.labels,
+        "metric": metric,
+        "value": record.scores[metric],
+        "source_path": record.source_path,
+    }
+
+
+# --------------------------------------------------------------------------- paired comparisons
+
+BASELINES = (BASELINE_ENGINE, "rnnoise")  # every engine is compared with each that ran
+SIGNIFICANCE = 0.05
+
+
+def compared_metrics(metrics: Sequence[MetricSpec], headline: str) -> list[MetricSpec]:
+    """The headline metric and STOI: the two the tables rank by."""
+    chosen = [headline_spec(metrics, headline)] + [m for m in metrics if m.name == "stoi"]
+    return list({m.name: m for m in chosen if m is not None}.values())
+
+
+def compare_with_baselines(
+    records_by_engine: Mapping[str, Sequence[ClipRecord]], metrics: Sequence[MetricSpec], cell_keys: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """engine -> baseline -> metric -> paired comparison over all clips and per cell."""
+    return {
+        engine: {
+            baseline: {
+                metric.name: paired_by_cell(records, records_by_engine[baseline], metric, cell_keys)
+                for metric in metrics
+            }
+            for baseline in baselines_of(engine)
+            if baseline in records_by_engine
+        }
+        for engine, records in records_by_engine.items()
+    }
+
+
+def baselines_of(engine: str) -> tuple[str, ...]:
+    """Every baseline for an engine; for a baseline, those before it (RNNoise
+    against the passthrough, not the mirror of that)."""
+    return BASELINES[: BASELINES.index(engine)] if engine in BASELINES else BASELINES
+
+
+def paired_by_cell(
+    records: Sequence[ClipRecord], baseline: Sequence[ClipRecord], metric: MetricSpec, cell_keys: Sequence[str]
+) -> dict[str, Any]:
+    ours, theirs = clip_values(records, metric.name), clip_values(baseline, metric.name)
+    cells: dict[tuple[str, ...], list[str]] = {}
+    for record in records:  # seeds repeat a clip: it pairs once
+        members = cells.setdefault(cell_of(record.labels, cell_keys), [])
+        if record.clip_id in ours and record.clip_id in theirs and record.clip_id not in members:
+            members.append(record.clip_id)
+    paired = [clip for clips in cells.values() for clip in clips]
+    return {
+        "all": paired_difference([ours[c] for c in paired], [theirs[c] for c in paired], metric.higher_is_better),
+        "cells": [
+            {"cell": dict(zip(cell_keys, cell)), **paired_difference([ours[c] for c in clips], [theirs[c] for c in clips], metric.higher_is_better)}
+            for cell, clips in sorted(cells.items(), key=lambda item: natural_key(item[0]))
+        ],
+    }
+
+
+def clip_values(records: Sequence[ClipRecord], name: str) -> dict[str, float]:
+    """Per clip, its value (the mean over seeds, as metric_stats counts it)."""
+    values: dict[str, list[float]] = {}
+    for record in records:
+        if not record.failed and name in record.scores:
+            values.setdefault(record.clip_id, []).append(record.scores[name])
+    return {clip: float(np.mean(v)) for clip, v in values.items()}
+
+
+def paired_difference(ours: Sequence[float], theirs: Sequence[float], higher_is_better: bool) -> dict[str, Any]:
+    """Wilcoxon signed-rank test of the per-clip differences (ours - theirs).
+
+    Chosen over a paired bootstrap because it stays honest on the two or three
+    clips of a cell: with fewer than 6 pairs no difference can reach 5%, where a
+    bootstrap of two same-signed differences would call it certain.
+    """
+    differences = np.asarray(ours, dtype=np.float64) - np.asarray(theirs, dtype=np.float64)
+    result = {"n": int(differences.size), "mean_difference": math.nan, "median_difference": math.nan, "p_value": math.nan}
+    if not differences.size:
+        return {**result, "verdict": "no paired clips"}
+    result.update(mean_difference=float(differences.mean()), median_difference=float(np.median(differences)))
+    result["p_value"] = wilcoxon_p(differences)
+    if not result["p_value"] < SIGNIFICANCE:
+        return {**result, "verdict": "not distinguishable"}
+    direction = result["median_difference"] or result["mean_difference"]
+    return {**result, "verdict": "better" if (direction > 0) == higher_is_better else "worse"}
+
+
+def wilcoxon_p(differences: np.ndarray) -> float:
+    if not np.any(differences):
+        return 1.0  # identical on every clip
+    from scipy.stats import wilcoxon  # scipy.stats costs a second to import: only here
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small-sample and tie warnings: the verdict says it
+        return float(wilcoxon(differences).pvalue)

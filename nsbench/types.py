@@ -242,10 +242,22 @@ class ClipRecord:
     source_path: str = ""
     delay: str = ""  # the delay the harness removed, "N samples at R Hz"
     seed: int | None = None  # the engine's seed, for seeded engines run with --seeds
+    sample_rate: int = 0  # the clip's rate, at which residual_lag counts samples
+    # Samples the output still lags the clean voice once the delay was removed
+    # (negative: early); None where not measured, and then lag_unmeasured says
+    # why, unless the check does not apply (no voice, a separation clip).
+    residual_lag: int | None = None
+    lag_unmeasured: str = ""
+    flags: list[str] = field(default_factory=list)  # degenerate output (nsbench.checks.FLAGS)
 
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    @property
+    def run_id(self) -> str:
+        """The clip, and the seed where several ran: names output files and flagged clips."""
+        return self.clip_id if self.seed is None else f"{self.clip_id}_seed{self.seed}"
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -19,9 +19,17 @@ EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
 ENGINE_KEYS = {
     "engine", "dataset", "stoi", "rtf", "rtf_wall", "clips", "runs", "failures", "failed_clips", "metrics",
     "cells", "worst_cell", "metric_definitions", "dataset_description", "provenance", "engine_info",
+    "alignment", "flags", "expected_flags", "worst_clips", "typical_clips", "comparisons",
 }
+STATS_KEYS = {"n", "mean", "median", "mad", "p5", "p95", "mean_ci95", "median_ci95"}
+# Beside the JSON and report.md: report.html, its audio, and the plots.
+REPORT_FILES = [
+    "audio", "gain_per_cell.png", "report.html", "report.md", "rtf.png", "snr_music_attenuation_db.png",
+    "snr_si_sdr.png", "snr_si_sdri.png", "snr_stoi.png", "snr_voice_level_db.png",
+]
 PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc", "jobs"}
-CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay", "seed"}
+CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay", "seed",
+             "sample_rate", "residual_lag", "lag_unmeasured", "flags"}
 
 
 def make_folder_dataset(root: Path, count: int = 3) -> Path:
@@ -45,10 +53,10 @@ def demo_run(tmp_path_factory):
 
 def test_demo_run_writes_every_file_with_the_documented_keys(demo_run):
     folder, audio = demo_run
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "passthrough.clips.jsonl", "passthrough.json", "report.md",
-        "spectral-subtraction.clips.jsonl", "spectral-subtraction.json",
-    ]
+    assert sorted(p.name for p in folder.iterdir()) == sorted([
+        "passthrough.clips.jsonl", "passthrough.json", "spectral-subtraction.clips.jsonl", "spectral-subtraction.json",
+        *REPORT_FILES,
+    ])
     for engine in ("passthrough", "spectral-subtraction"):
         result = json.loads((folder / f"{engine}.json").read_text())
         assert set(result) == ENGINE_KEYS
@@ -56,7 +64,7 @@ def test_demo_run_writes_every_file_with_the_documented_keys(demo_run):
         assert result["clips"] == 28 and result["failures"] == 0
         assert re.fullmatch(r"[0-9a-f]{64}", result["dataset_description"]["content_sha256"])
         for stats in result["metrics"].values():
-            assert set(stats) == {"n", "mean", "median", "mad"}
+            assert set(stats) == STATS_KEYS
         lines = (folder / f"{engine}.clips.jsonl").read_text().splitlines()
         assert len(lines) == 28 and all(set(json.loads(line)) == CLIP_KEYS for line in lines)
         assert len(list((audio / engine).glob("*.wav"))) == 28
@@ -172,7 +180,8 @@ def test_an_engine_that_cannot_start_is_one_line_and_leaves_no_files(tmp_path, c
     err = capsys.readouterr().err
     assert f"nsbench: rnnoise skipped: --rnnoise-demo-path {tmp_path / 'no_such_demo'}: no such program" in err
     folder = tmp_path / "r" / "folder"
-    assert sorted(p.name for p in folder.iterdir()) == ["passthrough.clips.jsonl", "passthrough.json", "report.md"]
+    assert sorted(p.name for p in folder.iterdir() if p.suffix in (".json", ".jsonl", ".md")) == [
+        "passthrough.clips.jsonl", "passthrough.json", "report.md"]
     assert "- rnnoise: --rnnoise-demo-path" in (folder / "report.md").read_text()
 
 

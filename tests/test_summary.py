@@ -78,3 +78,55 @@ def test_bootstrap_draws_resample_i_from_randomstate_i():
     values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]
     medians = sorted(np.median(np.asarray(values)[np.random.RandomState(i).randint(0, 8, 8)]) for i in range(1000))
     assert bootstrap_median_ci(values) == [np.percentile(medians, 2.5), np.percentile(medians, 97.5)]
+
+
+def test_bootstrap_ci_of_the_mean_covers_the_true_mean_about_95_percent():
+    from nsbench.summary import bootstrap_ci
+
+    rng = np.random.default_rng(2)
+    covered = 0
+    for _ in range(200):
+        sample = rng.normal(5.0, 2.0, size=60)
+        low, high = bootstrap_ci(sample, np.mean)
+        covered += low <= 5.0 <= high
+    assert 0.88 <= covered / 200 <= 0.99
+
+
+def test_every_stats_block_has_its_tails_and_seeded_intervals():
+    records = [record(f"c{i}", float(i)) for i in range(20)]
+    stats = summarise(records, [metric()], ["cell"])["metrics"]["si_sdri"]
+    assert stats["p5"] == pytest.approx(np.percentile(range(20), 5)) and stats["p95"] == pytest.approx(np.percentile(range(20), 95))
+    low, high = stats["mean_ci95"]
+    assert low < 9.5 < high and stats["median_ci95"][0] < 9.5 < stats["median_ci95"][1]
+    assert summarise(records, [metric()], ["cell"])["metrics"]["si_sdri"] == stats  # deterministic
+
+
+def paired(ours, theirs, higher=True):
+    from nsbench.summary import compare_with_baselines
+
+    engine = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(ours)]
+    baseline = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(theirs)]
+    for r in baseline:
+        r.engine = "passthrough"
+    return compare_with_baselines({"passthrough": baseline, "e": engine}, [metric(higher=higher)], ["cell"])["e"]["passthrough"]["si_sdri"]
+
+
+def test_identical_engines_are_not_distinguishable():
+    values = list(np.random.default_rng(3).normal(0, 3, 20))
+    result = paired(values, values)
+    assert result["all"]["verdict"] == "not distinguishable" and result["all"]["p_value"] == 1.0
+    assert [cell["verdict"] for cell in result["cells"]] == ["not distinguishable"] * 2
+
+
+def test_a_consistent_difference_is_better_or_worse_by_direction_and_small_cells_never_rank():
+    base = list(np.random.default_rng(4).normal(0, 3, 20))
+    better = [v + 1.0 + 0.1 * i for i, v in enumerate(base)]
+    result = paired(better, base)
+    assert result["all"]["verdict"] == "better" and result["all"]["n"] == 20 and result["all"]["p_value"] < 0.001
+    # Three clips in cell "a": Wilcoxon cannot reach 5% with fewer than 6 pairs.
+    assert result["cells"][0]["n"] == 3 and result["cells"][0]["verdict"] == "not distinguishable"
+    assert result["cells"][1]["verdict"] == "better"
+    assert paired(better, base, higher=False)["all"]["verdict"] == "worse"
+    # Noise around zero: not distinguishable.
+    jitter = [v + d for v, d in zip(base, np.random.default_rng(5).normal(0, 0.01, 20))]
+    assert paired(jitter, base)["all"]["verdict"] == "not distinguishable"

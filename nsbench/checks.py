@@ -1,0 +1,105 @@
+"""Per-clip checks that a mean hides: the output's residual lag against the
+clean voice, and degenerate outputs (a collapsed model, silence, clipping,
+a voice turned down).
+
+Each check is a cheap pure function of one clip's arrays or scores, run by
+the run loop beside the metrics (outside the timer); ``summary`` aggregates
+them per engine, naming the clips.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from nsbench.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
+from nsbench.builtin.metrics.sisdr import si_sdr
+from nsbench.report import BASELINE_ENGINE
+from nsbench.types import Clip
+
+# SI-SDR of the output against the *input* at or above this: the output is the
+# input up to a gain (float32 rounding alone leaves it above 100 dB).
+IDENTICAL_DB = 60.0
+# Between this and IDENTICAL_DB: the output differs from the input by less
+# than 0.01% of its energy, far less than the noise it should have removed.
+BARELY_CHANGED_DB = 40.0
+# The two checks above apply only where the input's own SI-SDR is below this:
+# the noise is then at least 1% of the voice's energy, so an engine that
+# removes it must change the input by more than BARELY_CHANGED_DB allows.
+NOISY_INPUT_BELOW_DB = 20.0
+# Output energy more than this below the clean voice's: silent. Not checked
+# on clips with no voice, where silence is the right answer.
+SILENT_BELOW_VOICE_DB = 60.0
+# A sample at or above this magnitude is clipped (0.999: a limiter at full
+# scale); more than CLIPPED_SHARE of the samples so, and more than in the
+# input, flags the clip.
+CLIPPED_LEVEL = 0.999
+CLIPPED_SHARE = 0.001
+# Voice level below this (dB) while the gain (SI-SDRi) is positive: the
+# engine removed noise by turning the voice down too.
+VOICE_DROP_DB = -1.0
+
+# Flag name -> what it means, in report order.
+FLAGS = {
+    "identical_to_input": f"output equals the input up to a gain (SI-SDR against the input >= {IDENTICAL_DB:g} dB): a collapsed model",
+    "barely_changed": (
+        f"output differs from the input by less than {BARELY_CHANGED_DB:g} dB (SI-SDR against the input) "
+        f"on a noisy clip (input SI-SDR < {NOISY_INPUT_BELOW_DB:g} dB): too little change to be doing anything"
+    ),
+    "silent": f"output is silent: more than {SILENT_BELOW_VOICE_DB:g} dB below the clean voice",
+    "clipped": f"more than {CLIPPED_SHARE:.1%} of output samples at |x| >= {CLIPPED_LEVEL}, and more than in the input",
+    "nan_inf": "output holds NaN or Inf samples (the clip failed)",
+    "voice_level_drop": f"voice level below {VOICE_DROP_DB:g} dB while SI-SDRi is positive: the voice was turned down",
+}
+# Flags that are the definition of an engine, not a fault: listed apart.
+EXPECTED_FLAGS = {
+    BASELINE_ENGINE: {"identical_to_input": "the untrained baseline returns its input by definition"},
+}
+
+NO_CORRELATION = "output silent or unrelated to the clean voice (normalised correlation below 0.1 within ±100 ms)"
+
+
+def residual_lag(output: np.ndarray, clip: Clip) -> tuple[int | None, str]:
+    """Samples (at the clip's rate) by which the output, its declared delay
+    already removed, lags the clean voice; (None, why) when it was sought and
+    not found; (None, "") where it does not apply (no voice, separation clip)."""
+    if clip.is_separation or not clip.has_voice:
+        return None, ""
+    lag = estimate_lag(output, clip.clean, max_lag=round(DEFAULT_MAX_LAG_SECONDS * clip.sample_rate))
+    return (lag, "") if lag is not None else (None, NO_CORRELATION)
+
+
+def output_flags(output: np.ndarray, clip: Clip) -> list[str]:
+    """The array-based flags of one clip, in FLAGS order."""
+    if clip.is_separation:
+        return []
+    flags = []
+    noisy_input = not np.array_equal(clip.noisy, clip.clean)
+    if noisy_input and si_sdr(clip.noisy, clip.clean) < NOISY_INPUT_BELOW_DB:
+        similarity = si_sdr(output, clip.noisy)
+        if similarity >= IDENTICAL_DB:
+            flags.append("identical_to_input")
+        elif similarity >= BARELY_CHANGED_DB:
+            flags.append("barely_changed")
+    if clip.has_voice and energy(output) < energy(clip.clean) * 10 ** (-SILENT_BELOW_VOICE_DB / 10):
+        flags.append("silent")
+    clipped = clipped_samples(output)
+    if clipped > CLIPPED_SHARE * output.size and clipped > clipped_samples(clip.noisy):
+        flags.append("clipped")
+    return flags
+
+
+def score_flags(scores: Mapping[str, float]) -> list[str]:
+    """Flags read from the clip's scores (checked only where both were computed)."""
+    if scores.get("voice_level_db", 0.0) < VOICE_DROP_DB and scores.get("si_sdri", 0.0) > 0.0:
+        return ["voice_level_drop"]
+    return []
+
+
+def energy(audio: np.ndarray) -> float:
+    samples = np.asarray(audio, dtype=np.float64).ravel()
+    return float(np.dot(samples, samples))
+
+
+def clipped_samples(audio: np.ndarray) -> int:
+    return int(np.count_nonzero(np.abs(audio) >= CLIPPED_LEVEL))

@@ -1,0 +1,167 @@
+"""The report catches what a mean hides: each test engine injects one failure
+into a clean engine's output, and the report flags exactly that failure for
+exactly that engine; --align-constant-lag removes a constant lag and says so."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from nsbench.cli import main
+from nsbench.hookspecs import hookimpl
+from nsbench.types import EngineSpec
+
+from conftest import add_plugin_to_the_cli
+
+LAG = 160  # 10 ms at 16 kHz: one frame of a typical engine
+# The demo's first 26 clips: the 24 noisy cells, one music-only, one clean-voice clip.
+CLIPS = 26
+CHEAP_METRICS = ["--metric", "si_sdri", "--metric", "voice_level_db"]  # what the flags read; STOI would triple the time
+
+
+class NoiseLeft:
+    """A clean engine (an oracle): the clean voice plus about 30% of the noise
+    (-10 dB), sample-aligned, level kept. Its gain on the noise varies in time
+    as a real suppressor's does: a fixed gain would make the music-only output
+    a scaled copy of the input, which is a collapsed model. Subclasses add one
+    failure."""
+
+    sample_rate, delay = 16000, 0
+
+    def __init__(self):
+        self.calls = 0
+
+    def process(self, audio, clean):
+        self.calls += 1
+        gain = 0.3 + 0.1 * np.sin(2 * np.pi * 2 * np.arange(len(audio)) / self.sample_rate)
+        return self.fault(clean + gain * (audio - clean)).astype(np.float32)
+
+    def fault(self, output):
+        return output
+
+    def close(self):
+        pass
+
+
+class Late(NoiseLeft):
+    def fault(self, output):
+        return np.concatenate([np.zeros(LAG, np.float32), output[:-LAG]])
+
+
+class Identity(NoiseLeft):
+    def process(self, audio, clean):
+        return audio.copy()
+
+
+class Silent(NoiseLeft):
+    def fault(self, output):
+        return np.zeros_like(output)
+
+
+class QuietVoice(NoiseLeft):
+    def fault(self, output):
+        return output * 10 ** (-6 / 20)  # everything 6 dB down: SI-SDR cannot see it
+
+
+class NanOnce(NoiseLeft):
+    def fault(self, output):
+        if self.calls == 3:
+            output = output.copy()
+            output[100] = np.nan
+        return output
+
+
+ENGINES = {"noise-left": NoiseLeft, "late": Late, "identity": Identity, "silent": Silent, "quiet-voice": QuietVoice, "nan-once": NanOnce}
+# engine -> the one flag it must raise (None: it must raise none)
+EXPECTED = {"noise-left": None, "late": None, "identity": "identical_to_input", "silent": "silent",
+            "quiet-voice": "voice_level_drop", "nan-once": "nan_inf", "passthrough": None}
+
+
+class FaultyEngines:
+    @hookimpl
+    def register_engines(self, register):
+        for name, cls in ENGINES.items():
+            register(EngineSpec(name=name, factory=lambda options, cls=cls: cls(), description=f"test: {name}",
+                                sample_rate=16000, delay=0, oracle=True, default=False))
+
+
+def run(tmp_path, monkeypatch, *engines: str, extra: tuple[str, ...] = ()) -> dict[str, dict]:
+    add_plugin_to_the_cli(monkeypatch, FaultyEngines())
+    argv = [flag for name in engines for flag in ("--engine", name)]
+    # One job: NanOnce counts its calls, which a worker pool would split.
+    argv += ["--limit", str(CLIPS), "--jobs", "1", "--results-folder", str(tmp_path), "--quiet", *CHEAP_METRICS, *extra]
+    assert main(argv) == 0
+    folder = tmp_path / "demo"
+    return {path.stem: json.loads(path.read_text()) for path in folder.glob("*.json")}
+
+
+@pytest.fixture(scope="module")
+def faulty_run(tmp_path_factory):
+    monkeypatch = pytest.MonkeyPatch()
+    folder = tmp_path_factory.mktemp("checks")
+    try:
+        results = run(folder, monkeypatch, *ENGINES, extra=("--no-plots", "--no-html"))
+    finally:
+        monkeypatch.undo()
+    results["report.md"] = (folder / "demo" / "report.md").read_text()
+    return results
+
+
+@pytest.mark.parametrize("engine", EXPECTED)
+def test_each_engine_raises_exactly_its_own_flag(faulty_run, engine):
+    flags = faulty_run[engine]["flags"]
+    expected = EXPECTED[engine]
+    assert sorted(flags) == ([expected] if expected else [])
+
+
+def test_flags_name_the_clips(faulty_run):
+    noisy_input = [f"{n}_snr{s}_0" for n in ("white", "pink", "babble", "hum", "transient", "music") for s in (-5, 0, 5, 10)]
+    # The passthrough is the input on the noisy clips and the music-only one (not
+    # on the clean-voice clip, where the input is the right answer): expected there.
+    assert sorted(faulty_run["identity"]["flags"]["identical_to_input"]["clips"]) == sorted(noisy_input + ["music-only_0"])
+    assert faulty_run["passthrough"]["expected_flags"]["identical_to_input"]["clips"] == faulty_run["identity"]["flags"]["identical_to_input"]["clips"]
+    # Silence is right on the music-only clip: flagged on the 25 clips with a voice.
+    assert sorted(faulty_run["silent"]["flags"]["silent"]["clips"]) == sorted(noisy_input + ["clean-voice_0"])
+    # The voice drop needs a positive gain: the clean-voice clip has none to read.
+    assert sorted(faulty_run["quiet-voice"]["flags"]["voice_level_drop"]["clips"]) == sorted(noisy_input)
+    nan = faulty_run["nan-once"]
+    assert nan["flags"]["nan_inf"]["clips"] == [nan["failed_clips"][0]["clip_id"]] and nan["failures"] == 1
+
+
+def test_alignment_says_sample_aligned_or_late_by_the_lag(faulty_run):
+    for engine in ("noise-left", "identity", "quiet-voice", "nan-once", "passthrough"):
+        assert faulty_run[engine]["alignment"]["text"] == "sample-aligned", engine
+    late = faulty_run["late"]["alignment"]
+    assert late["text"] == f"late by {LAG} samples on 25 clips"  # every clip with a voice
+    assert late["constant_lag"] == {"samples": LAG, "sample_rate": 16000, "clips": 25}
+    assert faulty_run["silent"]["alignment"]["text"] == "alignment not measured, not measurable on 25 clips"
+
+
+def test_the_report_shows_each_flag_beside_its_engine_only(faulty_run):
+    report = faulty_run["report.md"]
+    checks = report.split("## Checks: alignment and degenerate output")[1].split("\n## ")[0]
+    blocks = {block.split("**")[0]: block for block in checks.split("- **")[1:]}
+    for engine, flag in EXPECTED.items():
+        raised = [line for line in blocks[engine].splitlines() if "FLAG" in line]
+        assert raised == ([next(line for line in raised if flag in line)] if flag else []), engine
+    assert f"late by {LAG} samples on 25 clips" in blocks["late"]
+    summary = report.split("## Per engine: mean and worst cell")[1].split("\n## ")[0]
+    row = next(line for line in summary.splitlines() if line.startswith("| quiet-voice "))
+    assert row.endswith("| sample-aligned | voice_level_drop (24) |")
+
+
+def test_align_constant_lag_removes_the_lag_and_says_so(faulty_run, tmp_path, monkeypatch):
+    results = run(tmp_path, monkeypatch, "late", extra=("--align-constant-lag", "--no-plots", "--no-html"))
+    late = results["late"]
+    assert late["alignment"]["text"] == "sample-aligned"
+    done = late["alignment"]["compensation"]
+    assert (done["samples"], done["sample_rate"]) == (LAG, 16000)
+    assert done["first_pass"]["text"] == f"late by {LAG} samples on 25 clips"
+    # The second pass is the clean engine's output exactly, so are its scores.
+    assert late["metrics"]["si_sdri"]["mean"] == pytest.approx(faulty_run["noise-left"]["metrics"]["si_sdri"]["mean"], abs=1e-9)
+    assert set(late["engine_info"]["delays_removed"]) == {f"{LAG} samples at 16000 Hz"}
+    report = (tmp_path / "demo" / "report.md").read_text()
+    assert "Constant lag compensated (--align-constant-lag)" in report and f"removed {LAG} more samples at 16000 Hz" in report
+    # An aligned engine is left alone: no second pass, no note.
+    assert "compensation" not in results["passthrough"]["alignment"]
