@@ -83,7 +83,9 @@ def snr_figure(results: Sequence[Mapping[str, Any]], metric: str):
 
 def gain_figure(results: Sequence[Mapping[str, Any]], metric: str):
     """Cell means of the headline metric with their bootstrap 95% CIs."""
-    cells = [row["cell"] for row in results[0]["cells"]]
+    # Cells where no engine has the metric (music-only, clean voice for SI-SDRi) are left out.
+    cells = [row["cell"] for row in results[0]["cells"] if any(
+        r2["metrics"].get(metric, {}).get("n") for r in results for r2 in r["cells"] if r2["cell"] == row["cell"])]
     names = [", ".join(str(v) for v in cell.values()) for cell in cells]
     fig = figure(width=min(30.0, 4 + 0.45 * len(cells)), height=5.0)
     axes = fig.add_subplot()
