@@ -225,35 +225,39 @@ def run_in_pool(
     scratch = PrivateFolder("nsbench-workers-")
     initargs = (spec, options, metrics, str(scratch.path))
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=start_worker, initargs=initargs)
-    workers: list[multiprocessing.process.BaseProcess] = []
     try:
-        results = pool.map(work_on, sources)
-        workers = list((pool._processes or {}).values())  # all started by the first submit (fork); no public API
-        for outcome, worker_notes in results:
+        # Not pool.map: on an interrupt it cancels what is queued, and the pool,
+        # seeing its workers killed, then fails on those (InvalidStateError).
+        futures = [pool.submit(work_on, source) for source in sources]
+        for future in futures:
+            outcome, worker_notes = future.result()
             notes.extend(note for note in worker_notes if note not in notes)
             yield outcome
     except BrokenProcessPool as error:
         # The pool SIGTERMs the other workers; the programs they ran go too.
-        end_workers(workers)
+        workers = end_workers(pool)
         pool.shutdown(wait=True)  # the exit codes are known after
         raise WorkerDied(how_it_died(workers)) from error
     except BaseException:  # an interrupt, the consumer stopping early, or a bug
-        # Now, rather than after every clip handed out, as the pool's own shutdown would.
-        pool.shutdown(wait=False, cancel_futures=True)
-        end_workers(workers)
+        # Now, rather than after every clip handed out, as the pool's own
+        # shutdown would: the pool sees its workers die and fails the rest.
+        end_workers(pool)
         raise
     finally:
         pool.shutdown(wait=True)
         scratch.close()
 
 
-def end_workers(workers: list[multiprocessing.process.BaseProcess]) -> None:
-    """Each worker and every program it runs (its process group), at once;
-    their temporary files are in the scratch folder the parent removes."""
+def end_workers(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BaseProcess]:
+    """Kills each worker and every program it runs (its process group), at
+    once; their temporary files are in the scratch folder the parent removes.
+    Returns the workers."""
+    workers = list((pool._processes or {}).values())  # no public API reaches them
     for worker in workers:
         for kill in (os.killpg, os.kill):  # os.kill too: a worker not yet in its own group
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 kill(worker.pid, signal.SIGKILL)
+    return workers
 
 
 def how_it_died(workers: list[multiprocessing.process.BaseProcess]) -> str:

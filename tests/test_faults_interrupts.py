@@ -103,11 +103,8 @@ def running_descendants(process: subprocess.Popen, expected: bool, timeout: floa
     [
         ("SIGINT", 1, "plugin", True),  # Ctrl-C: the terminal signals the whole process group
         ("SIGTERM", 1, "command", False),  # kill PID
-        # Known defect, left open in issue 7: with worker processes, a signal can
-        # reach the pool's manager thread first, which prints a traceback before
-        # nsbench's own lines. The results kept are still checked when it passes.
-        pytest.param("SIGINT", 2, "command", True, marks=pytest.mark.xfail(reason="worker-pool traceback on interrupt (issue 7)")),
-        pytest.param("SIGTERM", 2, "plugin", False, marks=pytest.mark.xfail(reason="worker-pool traceback on interrupt (issue 7)")),
+        ("SIGINT", 2, "command", True),
+        ("SIGTERM", 2, "plugin", False),
     ],
 )
 def test_an_interrupted_run_keeps_what_is_done_and_says_how_to_go_on(tmp_path, data, signame, jobs, kind, to_group):
