@@ -20,6 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench.audio import load_pair, write_audio
+from nsbench.cache import cache_root
 from nsbench.hookspecs import hookimpl
 from nsbench.types import ClipSource, DatasetSpec, UserError
 
@@ -42,10 +43,6 @@ LEAD_IN_SECONDS = (0.2, 0.6)  # silence before the first word: voice-silent segm
 PAUSE_SECONDS = (0.25, 0.5)
 MUSIC_ONLY_LABELS = {"noise": "music", "snr_db": "no voice"}
 CLEAN_VOICE_LABELS = {"noise": "none", "snr_db": "clean"}
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("NSBENCH_CACHE", Path.home() / ".cache" / "nsbench"))
 
 
 def plan(seed: int) -> list[dict[str, Any]]:

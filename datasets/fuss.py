@@ -28,6 +28,7 @@ import numpy as np
 import soundfile
 
 from nsbench.audio import fit_length, read_audio, resample
+from nsbench.cache import cache_root
 from nsbench.hookspecs import hookimpl
 from nsbench.types import Clip, ClipSource, DatasetSpec, UserError
 
@@ -91,7 +92,7 @@ def read_list(root: Path, split: str) -> list[tuple[str, Path, list[Path]]]:
 
 
 def cache_file(root: Path, split: str) -> Path:
-    base = Path(os.environ.get("NSBENCH_CACHE", Path.home() / ".cache" / "nsbench"))
+    base = cache_root()
     key = hashlib.sha256(f"{root.resolve()}|{split}".encode()).hexdigest()[:16]
     return base / f"fuss-activity-v{CACHE_VERSION}-{key}.json"
 

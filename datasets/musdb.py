@@ -43,6 +43,7 @@ import soundfile
 
 from nsbench.audio import read_audio, resample
 from nsbench.builtin.metrics.levels import SILENCE_BELOW_DB, segment_length
+from nsbench.cache import cache_root
 from nsbench.hookspecs import hookimpl
 from nsbench.types import Clip, ClipError, ClipSource, DatasetSpec, UserError
 
@@ -201,7 +202,7 @@ def cache_path(track: Track) -> Path:
     vocals = track.path if track.lossy else track.path / "vocals.wav"
     stat = vocals.stat()
     key = f"{vocals.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
-    base = Path(os.environ.get("NSBENCH_CACHE", Path.home() / ".cache" / "nsbench"))
+    base = cache_root()
     return base / "musdb-vocals" / f"v{CACHE_VERSION}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.npz"
 
 

@@ -20,6 +20,7 @@ the measured delay removed; it is reported in ``notes``.
 from __future__ import annotations
 
 import importlib.metadata
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ import numpy as np
 
 from nsbench.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
 from nsbench.builtin import REPO_ROOT
+from nsbench.cache import files_digest
 from nsbench.external import PrivateFolder, check_executable, run_program
 from nsbench.frames import from_int16, to_int16
 from nsbench.hookspecs import hookimpl
@@ -187,6 +189,12 @@ def build(options: Mapping[str, Any]) -> RNNoiseDemo:
     return RNNoiseDemo([sys.executable, "-m", "nsbench.tools.rnnoise_demo"], label, timeout, cwd=REPO_ROOT)
 
 
+def fingerprint(options: Mapping[str, Any]) -> str:
+    """The program that runs: the user's binary, or our tool script."""
+    path = options.get("rnnoise_demo_path")
+    return files_digest([shutil.which(str(path)) or str(path)] if path else [REPO_ROOT / "nsbench" / "tools" / "rnnoise_demo.py"])
+
+
 def version() -> str:
     return importlib.metadata.version("pyrnnoise")
 
@@ -213,5 +221,6 @@ def register_engines(register):
             requires=("pyrnnoise",),
             install=INSTALL,
             version=version,
+            fingerprint=fingerprint,
         )
     )

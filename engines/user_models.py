@@ -13,8 +13,10 @@ the format ``--command-format`` at ``--command-rate``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -23,6 +25,7 @@ import numpy as np
 import soundfile
 
 from nsbench.audio import read_failure
+from nsbench.cache import files_digest
 from nsbench.external import PrivateFolder, run_program
 from nsbench.hookspecs import hookimpl
 from nsbench.types import ClipError, EngineSpec, UserError
@@ -78,6 +81,23 @@ def build_python(options: Mapping[str, Any]) -> Any:
     if callable(obj):
         return FunctionEngine(obj, rate, 0)
     raise UserError(f"--engine python:{target}: {type(obj).__name__} is neither a function nor a class")
+
+
+def python_fingerprint(options: Mapping[str, Any]) -> str:
+    """The model's module file: an edited model gets new cache keys."""
+    module_name = options["engine_argument"].partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return ""  # building the engine will say what is wrong
+    return files_digest([found.origin]) if found and found.origin else ""
+
+
+def command_fingerprint(options: Mapping[str, Any]) -> str:
+    """Every file the command line names (the program, a script, a model):
+    a rebuilt program gets new cache keys."""
+    argv = shlex.split(options["engine_argument"])
+    return files_digest([shutil.which(argv[0]) or argv[0], *argv[1:]]) if argv else ""
 
 
 class CommandEngine:
@@ -138,7 +158,7 @@ def add_arguments(parser):
 @hookimpl
 def register_engines(register):
     common = {"delay": 0, "default": False, "takes_argument": True}
-    register(EngineSpec(name="python", factory=build_python, sample_rate=DEFAULT_RATE,
+    register(EngineSpec(name="python", factory=build_python, sample_rate=DEFAULT_RATE, fingerprint=python_fingerprint,
                         description="your Python function or class: --engine python:package.module:name", **common))
-    register(EngineSpec(name="command", factory=build_command, sample_rate=DEFAULT_RATE,
+    register(EngineSpec(name="command", factory=build_command, sample_rate=DEFAULT_RATE, fingerprint=command_fingerprint,
                         description="your program, per clip: --engine 'command:tool --in {input} --out {output}'", **common))

@@ -11,12 +11,13 @@ import os
 import shlex
 import sys
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from tqdm import tqdm
 
-from nsbench import provenance
+from nsbench import cache, provenance
 from nsbench.extras import RunExtras
 from nsbench.extras import add_arguments as add_report_arguments
 from nsbench.audio import write_audio
@@ -26,9 +27,9 @@ from nsbench.registry import Registered, Registry, build_registry
 from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, file_stem, report_markdown, write_json
 from nsbench.runner import LAG_COMPENSATION, run_engine
 from nsbench.summary import alignment_summary, summarise
-from nsbench.types import ClipRecord, ClipSource, EngineSpec, MetricSpec, UserError
+from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError
 
-LIST_CHOICES = ("engines", "datasets", "metrics", "plugins")
+LIST_CHOICES = ("engines", "datasets", "metrics", "plugins", "cache")
 EXIT_USER_ERROR = 2
 
 
@@ -51,7 +52,14 @@ def build_parser(manager) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seeds", type=parse_seeds, help="run seeded engines once per seed: 0-9, or 0,3,7")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no table at the end")
+    cache = parser.add_argument_group("cache (outputs and scores are kept by content, so a rerun or a resumed run recomputes only what is missing)")
+    cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    cache.add_argument("--rerun", action="store_true", help="recompute everything, replacing what the cache holds")
+    cache.add_argument("--clear-cache", action="store_true", help="empty the cache and exit (--list cache shows where and how big)")
     add_report_arguments(parser)
+    # The flags so far shape the run, not an engine's output: the cache keys
+    # leave them out. Plugins' flags (an engine's options) go in.
+    parser.set_defaults(harness_options=frozenset(action.dest for action in parser._actions))
     manager.hook.add_arguments(parser=parser)
     return parser
 
@@ -99,36 +107,53 @@ def run_cli(argv: list[str]) -> int:
     manager = get_plugin_manager(plugins)
     args = build_parser(manager).parse_args(argv)
     registry = build_registry(manager)
+    if args.clear_cache:
+        print(cache.clear(cache.cache_root()))
+        return 0
+    if args.list == "cache":
+        print(cache.usage_text(cache.cache_root()))
+        return 0
     if args.list:
         print(list_text(args.list, registry, manager))
         return 0
     return benchmark(args, registry, argv)
 
 
+@dataclass
+class RunSettings:
+    """What every engine of one run shares."""
+
+    args: argparse.Namespace
+    registry: Registry
+    sources: list[ClipSource]
+    metrics: list[MetricSpec]
+    folder: Path  # results/<dataset>
+    audio_folder: str | None  # where outputs are written: --output-folder, or report.html's
+    cache: cache.Cache | None
+    warned: set[str] = field(default_factory=set)  # cache warnings already printed
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return vars(self.args)
+
+
 def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> int:
-    options = vars(args)
     dataset = registry.datasets.require_available(args.dataset).spec
-    if dataset.needs_data_folder and not args.data_folder:
-        raise UserError(f"dataset '{dataset.name}' needs --data-folder")
-    if args.data_folder and not Path(args.data_folder).is_dir():
-        raise UserError(f"data folder not found: {args.data_folder}")
+    check_arguments(args, dataset)
     engines = select_engines(args.engine, registry)
     metrics = select_metrics(args.metric, registry)
-    sources = dataset.clips(options)
-    if args.limit is not None:
-        sources = sources[: args.limit]
+    sources = dataset.clips(vars(args))[: args.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
     folder = Path(args.results_folder) / dataset.name
-    if args.jobs < 1:
-        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
     shared = {
-        "dataset_description": dataset.describe(options),
+        "dataset_description": dataset.describe(vars(args)),
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
         "provenance": {**provenance.collect(argv), "jobs": args.jobs},
     }
     extras = RunExtras(args, folder, dataset, sources, metrics)
-    args.audio_folder = extras.audio_folder
+    run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)
+    settings = RunSettings(args, registry, sources, metrics, folder, extras.audio_folder, run_cache)
     results, not_run = [], {}
     interrupted: Interrupted | None = None
     for index, engine in enumerate(engines):
@@ -136,15 +161,15 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         records: list[ClipRecord] = []
         compensation = None
         try:
-            run_and_log(engine, options, sources, metrics, folder, args, engine_notes, records)
-            compensation = align_constant_lag(engine, options, sources, metrics, folder, args, engine_notes, records)
+            run_and_log(engine, settings, vars(args), engine_notes, records)
+            compensation = align_constant_lag(engine, settings, engine_notes, records)
         except UserError as error:
             print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
             not_run[engine.name] = str(error)
             continue
         except (Interrupted, KeyboardInterrupt) as error:
-            # Every clip done is already in the .clips.jsonl; the clips done
-            # also get their summary below, marked as interrupted.
+            # Every clip done is already in the .clips.jsonl (and the cache);
+            # the clips done also get their summary below, marked as interrupted.
             interrupted = as_interrupted(error)
             not_run.update((later.name, f"not run: interrupted by {interrupted.name}") for later in engines[index + 1 :])
             if not records:
@@ -170,7 +195,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         report = interruption_report(report, interrupted, engine, records, planned_runs(engine, sources, args))
     (folder / "report.md").write_text(report)
     if interrupted:
-        print_interruption(interrupted, folder, engine, records, planned_runs(engine, sources, args), engines[index + 1 :])
+        print_interruption(interrupted, folder, engine, records, planned_runs(engine, sources, args), engines[index + 1 :], run_cache)
         interrupted.reported = True
         raise interrupted
     if not args.quiet:
@@ -179,30 +204,37 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     return exit_code
 
 
+def check_arguments(args: argparse.Namespace, dataset: DatasetSpec) -> None:
+    if dataset.needs_data_folder and not args.data_folder:
+        raise UserError(f"dataset '{dataset.name}' needs --data-folder")
+    if args.data_folder and not Path(args.data_folder).is_dir():
+        raise UserError(f"data folder not found: {args.data_folder}")
+    if args.jobs < 1:
+        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.limit is not None and args.limit < 0:
+        raise UserError(f"--limit must be at least 0, got {args.limit}")
+    if args.no_cache and args.rerun:
+        raise UserError("--rerun replaces what the cache holds, --no-cache leaves it alone: choose one")
+
+
 def run_and_log(
-    engine: EngineSpec,
-    options: dict[str, Any],
-    sources: list[ClipSource],
-    metrics: list[MetricSpec],
-    folder: Path,
-    args: argparse.Namespace,
-    engine_notes: list[str],
-    records: list[ClipRecord],
+    engine: EngineSpec, settings: RunSettings, options: dict[str, Any], engine_notes: list[str], records: list[ClipRecord]
 ) -> None:
     """Runs the engine, adding each clip's record to ``records`` (and its line
     to the .clips.jsonl) as it comes, so an interrupt keeps every clip done."""
+    args = settings.args
     seeds: list[int | None] = [None]
     if args.seeds and engine.seeded:
         seeds = list(args.seeds)
     elif args.seeds:
         engine_notes.append("deterministic: run once, --seeds does not apply")
-    log = ClipLog(folder / f"{file_stem(engine.name)}.clips.jsonl")
-    total = len(sources) * len(seeds)
+    log = ClipLog(settings.folder / f"{file_stem(engine.name)}.clips.jsonl")
+    total = len(settings.sources) * len(seeds)
     progress = tqdm(total=total, desc=engine.name, unit="clip", disable=args.quiet or None, file=sys.stderr)
     outcomes = (
         outcome
         for seed in seeds
-        for outcome in run_engine(engine, {**options, "seed": seed}, sources, metrics, engine_notes, args.jobs)
+        for outcome in run_seed(engine, settings, {**options, "seed": seed}, engine_notes)
     )
     try:
         for outcome in outcomes:
@@ -210,10 +242,14 @@ def run_and_log(
             with deferred():
                 records.append(record)
                 log.add(record)
+            for warning in outcome.warnings:
+                if warning not in settings.warned:
+                    settings.warned.add(warning)
+                    tqdm.write(f"nsbench: {warning}", file=sys.stderr)
             if record.failed:
                 tqdm.write(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}", file=sys.stderr)
-            elif args.audio_folder:  # --output-folder, or a temporary one for report.html's audio
-                path = Path(args.audio_folder) / file_stem(engine.name) / f"{record.run_id}.wav"
+            elif settings.audio_folder:  # --output-folder, or a temporary one for report.html's audio
+                path = Path(settings.audio_folder) / file_stem(engine.name) / f"{record.run_id}.wav"
                 write_audio(path, outcome.output, outcome.sample_rate)
             progress.update()
     finally:
@@ -222,21 +258,38 @@ def run_and_log(
         log.close()
 
 
+def run_seed(engine: EngineSpec, settings: RunSettings, options: dict[str, Any], engine_notes: list[str]):
+    identity = cache_identity(engine, settings, options) if settings.cache else None
+    return run_engine(engine, options, settings.sources, settings.metrics, engine_notes, settings.args.jobs, settings.cache, identity)
+
+
+def cache_identity(engine: EngineSpec, settings: RunSettings, options: dict[str, Any]) -> cache.Identity:
+    """What the engine's outputs and scores depend on, besides the clips: the
+    engine (name, version, code, fingerprint), the options it reads (not the
+    harness's own flags), and each metric (name, version, code)."""
+    harness = options["harness_options"] | {"harness_options"}
+    engine_options = {key: value for key, value in options.items() if key not in harness}
+    try:
+        fingerprint = engine.fingerprint(options) if engine.fingerprint else ""
+    except OSError as error:
+        raise UserError(f"cannot read {error.filename} to key the cache: {error.strerror}; try --no-cache") from error
+    version = settings.registry.engines.get(engine.name).version
+    metrics = {
+        metric.name: cache.metric_identity(metric.name, settings.registry.metrics.get(metric.name).version, metric.func)
+        for metric in settings.metrics
+    }
+    engine_key = cache.engine_identity(engine.name, version, engine.factory, fingerprint, engine_options)
+    return cache.Identity(engine_key, metrics, cache.checks_identity())
+
+
 def align_constant_lag(
-    engine: EngineSpec,
-    options: dict[str, Any],
-    sources: list[ClipSource],
-    metrics: list[MetricSpec],
-    folder: Path,
-    args: argparse.Namespace,
-    engine_notes: list[str],
-    records: list[ClipRecord],
+    engine: EngineSpec, settings: RunSettings, engine_notes: list[str], records: list[ClipRecord]
 ) -> dict[str, Any] | None:
     """--align-constant-lag: if the first pass found a constant lag, run the
     engine again with that lag removed on top of its declared delay; its
     records replace the first pass's (so do its .clips.jsonl and audio).
     Returns what was done, for the report; None if nothing was."""
-    if not args.align_constant_lag:
+    if not settings.args.align_constant_lag:
         return None
     first = alignment_summary(records)
     lag = first["constant_lag"]
@@ -249,7 +302,7 @@ def align_constant_lag(
         return None
     second: list[ClipRecord] = []
     try:
-        run_and_log(engine, {**options, LAG_COMPENSATION: seconds}, sources, metrics, folder, args, engine_notes, second)
+        run_and_log(engine, settings, {**settings.options, LAG_COMPENSATION: seconds}, engine_notes, second)
     finally:
         records[:] = second  # the files now hold the second pass
     return {**lag, "first_pass": {key: first[key] for key in ("text", "measured_clips", "lags")}}
@@ -266,20 +319,24 @@ def interruption_report(report: str, stop: Interrupted, engine: EngineSpec, reco
 
 
 def print_interruption(
-    stop: Interrupted, folder: Path, engine: EngineSpec, records: list[ClipRecord], planned: int, later: list[EngineSpec]
+    stop: Interrupted, folder: Path, engine: EngineSpec, records: list[ClipRecord], planned: int, later: list[EngineSpec],
+    run_cache: cache.Cache | None,
 ) -> None:
-    """Where the results are, and how to get the rest: there is no resume."""
+    """Where the results are, and how to get the rest."""
     stem = file_stem(engine.name)
     lines = [f"interrupted by {stop.name} during {engine.name}, after {len(records)} of {planned} clips"]
     if records:
         lines.append(f"{stem}.clips.jsonl holds every clip done; {stem}.json summarises them, marked \"interrupted\"")
     lines.append(f"results so far in {folder}/ (report.md covers the engines that ran)")
-    missing = [engine, *later]
-    lines.append(
-        "there is no resume: rerun the same command, or run only what is missing with "
-        + " ".join(f"--engine {shlex.quote(e.name)}" for e in missing)
-        + f" (the baseline {BASELINE_ENGINE} is always added)"
-    )
+    if run_cache is not None:
+        lines.append("to resume, run the same command again: every clip done comes from the cache")
+    else:
+        missing = [engine, *later]
+        lines.append(
+            "with --no-cache there is no resume: rerun the same command, or run only what is missing with "
+            + " ".join(f"--engine {shlex.quote(e.name)}" for e in missing)
+            + f" (the baseline {BASELINE_ENGINE} is always added)"
+        )
     for line in lines:
         print(f"nsbench: {line}", file=sys.stderr)
 

@@ -101,7 +101,7 @@ def remix_key(clean_bytes: bytes, noisy_bytes: bytes, snr_db: float) -> str:
 
 
 def default_cache_folder() -> Path:
-    from nsbench.builtin.datasets.demo import cache_root
+    from nsbench.cache import cache_root
 
     return cache_root() / "remix"
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -26,6 +26,7 @@ from threadpoolctl import threadpool_limits
 
 from nsbench import checks
 from nsbench.audio import fit_length, resample
+from nsbench.cache import Cache, CachedOutput, Identity
 from nsbench.external import PrivateFolder
 from nsbench.types import (
     Clip,
@@ -64,20 +65,41 @@ class Outcome:
     record: ClipRecord
     output: np.ndarray | None  # the engine's output at the clip's rate, None if it failed
     sample_rate: int
+    warnings: list[str] = field(default_factory=list)  # about the cache, for the user
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """What every clip of one engine's run needs, in this process or a worker.
+    With a cache, ``identity`` keys its entries (nsbench.cache)."""
+
+    spec: EngineSpec
+    options: Mapping[str, Any]
+    metrics: Sequence[MetricSpec]
+    cache: Cache | None = None
+    identity: Identity | None = None
+
+
+class NeedsEngine(Exception):
+    """Raised by a holder that may not build its engine: the clip is not
+    complete in the cache."""
 
 
 class EngineHolder:
     """Builds the engine on first use and rebuilds it after it raised, so a
     broken internal state cannot leak into the next clip."""
 
-    def __init__(self, spec: EngineSpec, options: Mapping[str, Any]):
+    def __init__(self, spec: EngineSpec, options: Mapping[str, Any], may_build: bool = True):
         self.spec = spec
         self.options = options
+        self.may_build = may_build
         self._engine: Engine | None = None
         self.notes: list[str] = []
 
     def get(self) -> Engine:
         if self._engine is None:
+            if not self.may_build:
+                raise NeedsEngine()
             engine = self.spec.factory(self.options)
             if engine is None or not hasattr(engine, "process"):
                 raise UserError(f"engine '{self.spec.name}': its factory returned {engine!r}")
@@ -106,6 +128,8 @@ def run_engine(
     metrics: Sequence[MetricSpec],
     engine_notes: list[str] | None = None,
     jobs: int = 1,
+    cache: Cache | None = None,
+    identity: Identity | None = None,
 ) -> Iterator[Outcome]:
     """Run one engine over every clip, in order. A clip that fails is recorded
     with its reason and the loop goes on. An engine that cannot be built raises
@@ -114,7 +138,17 @@ def run_engine(
 
     With ``jobs`` > 1, clips go to that many worker processes, each building
     the engine once; records come back in clip order, so the results equal a
-    serial run's (only the timings differ)."""
+    serial run's (only the timings differ).
+
+    With a ``cache`` (and the run's ``identity``), clips whose output and
+    scores are all stored come from it first, and the engine is built only if
+    some clip still needs it; what is computed is stored as it comes."""
+    run = EngineRun(spec, options, metrics, cache if identity else None, identity)
+    stored = complete_in_cache(run, sources)
+    missing = [source for index, source in enumerate(sources) if index not in stored]
+    if not missing:
+        yield from stored.values()
+        return
     holder = EngineHolder(spec, options)
     try:
         try:
@@ -123,18 +157,42 @@ def run_engine(
             raise
         except ENGINE_FAULTS as error:
             raise UserError(f"engine '{spec.name}' could not start: {type(error).__name__}: {error}") from error
-        if jobs > 1 and len(sources) > 1 and parallel_possible(sources, holder.notes):
+        if jobs > 1 and len(missing) > 1 and parallel_possible(missing, holder.notes):
             # The parent's build checked that the engine starts (and measured
             # what it measures); the workers build their own.
             holder.discard()
-            yield from run_in_workers(spec, options, sources, metrics, jobs, holder.notes)
+            computed = run_in_workers(run, missing, jobs, holder.notes)
         else:
-            for source in sources:
-                yield run_clip(holder, source, metrics)
+            computed = (run_clip(holder, source, run) for source in missing)
+        yield from in_clip_order(stored, computed, len(sources))
     finally:
         holder.discard()
         if engine_notes is not None:
             engine_notes.extend(holder.notes)
+
+
+def complete_in_cache(run: EngineRun, sources: Sequence[ClipSource]) -> dict[int, Outcome]:
+    """The clips whose output and every score are in the cache, by index,
+    served from it. Only these: a clip that would need the engine is left out."""
+    if run.cache is None:
+        return {}
+    holder = EngineHolder(run.spec, run.options, may_build=False)
+    stored = {}
+    for index, source in enumerate(sources):
+        try:
+            stored[index] = run_clip(holder, source, run)
+        except NeedsEngine:
+            pass
+    return stored
+
+
+def in_clip_order(stored: Mapping[int, Outcome], computed: Iterator[Outcome], count: int) -> Iterator[Outcome]:
+    try:
+        for index in range(count):
+            yield stored[index] if index in stored else next(computed)
+        next(computed, None)  # lets it end normally: its workers close their engines
+    finally:
+        computed.close()  # stops the workers now if the consumer stopped early
 
 
 def parallel_possible(sources: Sequence[ClipSource], notes: list[str]) -> bool:
@@ -152,10 +210,10 @@ def parallel_possible(sources: Sequence[ClipSource], notes: list[str]) -> bool:
 
 
 # One engine per worker process, built by the pool's initializer.
-_worker: tuple[EngineHolder, Sequence[MetricSpec]] | None = None
+_worker: tuple[EngineHolder, EngineRun] | None = None
 
 
-def start_worker(spec: EngineSpec, options: Mapping[str, Any], metrics: Sequence[MetricSpec], scratch: str) -> None:
+def start_worker(run: EngineRun, scratch: str) -> None:
     global _worker
     # Its own process group: the parent ends a worker and every program it
     # runs with one killpg, and a Ctrl-C at the terminal reaches only the
@@ -168,17 +226,17 @@ def start_worker(spec: EngineSpec, options: Mapping[str, Any], metrics: Sequence
     # Temporary files of the engine and of its programs go where the parent
     # removes them, however the worker ends.
     tempfile.tempdir = os.environ["TMPDIR"] = scratch
-    holder = EngineHolder(spec, options)
+    holder = EngineHolder(run.spec, run.options)
     # Runs when the worker exits normally, so subprocesses and temporary
     # folders of the worker's engine are cleaned up like the serial ones.
     multiprocessing.util.Finalize(holder, holder.discard, exitpriority=10)
-    _worker = (holder, metrics)
+    _worker = (holder, run)
 
 
 def work_on(source: ClipSource) -> tuple[Outcome, list[str]]:
     assert _worker is not None, "start_worker did not run"
-    holder, metrics = _worker
-    return run_clip(holder, source, metrics), holder.all_notes()
+    holder, run = _worker
+    return run_clip(holder, source, run), holder.all_notes()
 
 
 class WorkerDied(Exception):
@@ -186,14 +244,7 @@ class WorkerDied(Exception):
     kernel's OOM killer); the message says how."""
 
 
-def run_in_workers(
-    spec: EngineSpec,
-    options: Mapping[str, Any],
-    sources: Sequence[ClipSource],
-    metrics: Sequence[MetricSpec],
-    jobs: int,
-    notes: list[str],
-) -> Iterator[Outcome]:
+def run_in_workers(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes: list[str]) -> Iterator[Outcome]:
     """Clips in clip order. A worker that dies breaks the pool, and which of
     the clips in progress killed it is unknown: the first clip not returned
     runs again alone, in a fresh worker, and fails if that one dies too; then
@@ -201,29 +252,22 @@ def run_in_workers(
     done = 0
     while done < len(sources):
         try:
-            for outcome in run_in_pool(spec, options, sources[done:], metrics, jobs, notes):
+            for outcome in run_in_pool(run, sources[done:], jobs, notes):
                 done += 1
                 yield outcome
         except WorkerDied:
             source = sources[done]
             try:
-                yield from run_in_pool(spec, options, [source], metrics, 1, notes)
+                yield from run_in_pool(run, [source], 1, notes)
             except WorkerDied as died:
-                yield Outcome(died_on(spec, options, source, str(died)), None, 0)
+                yield Outcome(died_on(run, source, str(died)), None, 0)
             done += 1
 
 
-def run_in_pool(
-    spec: EngineSpec,
-    options: Mapping[str, Any],
-    sources: Sequence[ClipSource],
-    metrics: Sequence[MetricSpec],
-    jobs: int,
-    notes: list[str],
-) -> Iterator[Outcome]:
+def run_in_pool(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes: list[str]) -> Iterator[Outcome]:
     context = multiprocessing.get_context("fork")
     scratch = PrivateFolder("nsbench-workers-")
-    initargs = (spec, options, metrics, str(scratch.path))
+    initargs = (run, str(scratch.path))
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=start_worker, initargs=initargs)
     try:
         # Not pool.map: on an interrupt it cancels what is queued, and the pool,
@@ -268,15 +312,15 @@ def how_it_died(workers: list[multiprocessing.process.BaseProcess]) -> str:
     return f"signal {-codes[0]}, {signal.Signals(-codes[0]).name}" if codes[0] < 0 else f"exit code {codes[0]}"
 
 
-def died_on(spec: EngineSpec, options: Mapping[str, Any], source: ClipSource, how: str) -> ClipRecord:
+def died_on(run: EngineRun, source: ClipSource, how: str) -> ClipRecord:
     return ClipRecord(
-        engine=spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=options.get("seed"),
+        engine=run.spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=run.options.get("seed"),
         error=f"the worker process running this clip died ({how}): a crash in the engine's native code, "
         "or the system killed it; fresh workers took the next clips",
     )
 
 
-def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricSpec]) -> Outcome:
+def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcome:
     record = ClipRecord(
         engine=holder.spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=holder.options.get("seed")
     )
@@ -286,19 +330,58 @@ def run_clip(holder: EngineHolder, source: ClipSource, metrics: Sequence[MetricS
         record.duration = clip.duration
         record.source_path = clip.source_path
         record.sample_rate = clip.sample_rate
-        output, record.cpu_seconds, record.wall_seconds, record.delay = process(holder, clip)
+        key = run.identity.output_key(clip) if run.cache else ""
+        output = produce(holder, clip, run, key, record)
         # One BLAS thread: on 4-second clips BLAS threads cost more than they save
         # (STOI and ESTOI took 30% more CPU with two), and with --jobs the workers
         # already keep every core busy. Entered once per clip: it costs ~4 ms.
         with threadpool_limits(limits=1):
-            record.scores, record.undefined = score(clip, output, metrics, record)
-            record.residual_lag, record.lag_unmeasured = checks.residual_lag(output, clip)
-            record.flags = checks.output_flags(output, clip) + checks.score_flags(record.scores)
+            score_and_check(clip, output, run, key, record)
     except ClipError as error:
         record.error = str(error)
         record.flags = ["nan_inf"] if isinstance(error, NonFiniteOutput) else []
-        return Outcome(record, None, 0)
-    return Outcome(record, output, clip.sample_rate)
+        return Outcome(record, None, 0, cache_warnings(run))
+    return Outcome(record, output, clip.sample_rate, cache_warnings(run))
+
+
+def cache_warnings(run: EngineRun) -> list[str]:
+    if run.cache is None:
+        return []
+    warnings, run.cache.warnings[:] = list(run.cache.warnings), []
+    return warnings
+
+
+def produce(holder: EngineHolder, clip: Clip, run: EngineRun, key: str, record: ClipRecord) -> np.ndarray:
+    """The engine's output for the clip, from the cache if it is there (with
+    the timings of the run that made it), else from the engine, then stored."""
+    cached = run.cache.get_output(key) if run.cache else None
+    if cached is not None:
+        record.from_cache = True
+    else:
+        cached = CachedOutput(*process(holder, clip))
+        if run.cache:
+            run.cache.put_output(key, cached)
+    record.cpu_seconds, record.wall_seconds, record.delay = cached.cpu_seconds, cached.wall_seconds, cached.delay
+    return cached.audio
+
+
+def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, record: ClipRecord) -> None:
+    """Scores, residual lag and flags, taking from the cache what it holds and
+    storing what was computed. Stored scores belong to the stored output: an
+    output just computed (an engine need not be deterministic) is scored anew."""
+    stored = run.cache.get_scores(key) if run.cache and record.from_cache else {}
+    values = dict(stored)
+    record.scores, record.undefined = score(clip, output, run, record, values)
+    checked = values.get(run.identity.checks) if run.cache else None
+    if checked is None:
+        lag, unmeasured = checks.residual_lag(output, clip)
+        checked = {"residual_lag": lag, "lag_unmeasured": unmeasured, "flags": checks.output_flags(output, clip)}
+        if run.cache:
+            values[run.identity.checks] = checked
+    record.residual_lag, record.lag_unmeasured = checked["residual_lag"], checked["lag_unmeasured"]
+    record.flags = checked["flags"] + checks.score_flags(record.scores)
+    if run.cache and values != stored:
+        run.cache.put_scores(key, values)
 
 
 def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float, str]:
@@ -307,6 +390,8 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float,
     check_length(clip)
     try:
         engine = holder.get()
+    except NeedsEngine:
+        raise
     except ENGINE_FAULTS as error:
         raise ClipError(f"engine could not be rebuilt: {fault_text(error)}") from error
     try:
@@ -392,8 +477,10 @@ def separated(output: np.ndarray, clip: Clip) -> np.ndarray | None:
 
 
 def score(
-    clip: Clip, output: np.ndarray, metrics: Sequence[MetricSpec], record: ClipRecord
+    clip: Clip, output: np.ndarray, run: EngineRun, record: ClipRecord, stored: dict[str, Any]
 ) -> tuple[dict[str, float], dict[str, str]]:
+    """Each metric's value or the reason it has none. ``stored`` holds cached
+    results by metric identity: those are used, and new ones are added to it."""
     inputs = MetricInputs(
         output=output,
         clean=clip.clean,
@@ -406,25 +493,31 @@ def score(
     )
     scores: dict[str, float] = {}
     undefined: dict[str, str] = {}
-    for metric in metrics:  # with one BLAS thread: see run_clip
-        score_one(metric, clip, inputs, scores, undefined)
+    for metric in run.metrics:  # with one BLAS thread: see run_clip
+        identity = run.identity.metrics[metric.name] if run.cache else metric.name
+        if identity not in stored:
+            stored[identity] = score_one(metric, clip, inputs)
+        result = stored[identity]
+        if "value" in result:
+            scores[metric.name] = result["value"]
+        elif "undefined" in result:
+            undefined[metric.name] = result["undefined"]
     return scores, undefined
 
 
-def score_one(metric: MetricSpec, clip: Clip, inputs: MetricInputs, scores: dict[str, float], undefined: dict[str, str]) -> None:
-    """Adds the metric's value to ``scores``, or its reason to ``undefined``."""
+def score_one(metric: MetricSpec, clip: Clip, inputs: MetricInputs) -> dict[str, Any]:
+    """{"value": v}, {"undefined": reason}, or {} where the metric does not
+    apply to this clip's task."""
     if clip.task not in metric.tasks:
-        return
+        return {}
     if metric.needs_voice and not clip.has_voice:
-        undefined[metric.name] = "no voice in this clip"
-        return
+        return {"undefined": "no voice in this clip"}
     try:
         value = float(metric.func(inputs))
     except MetricUndefined as reason:
-        undefined[metric.name] = str(reason)
-        return
+        return {"undefined": str(reason)}
     except Exception as error:
         raise ClipError(f"metric {metric.name} raised {type(error).__name__}: {error}") from error
     if not np.isfinite(value):
         raise ClipError(f"metric {metric.name} returned {value}")
-    scores[metric.name] = value
+    return {"value": value}

@@ -138,6 +138,9 @@ class EngineSpec:
     # The factory reads options["seed"]: with --seeds the engine runs once per
     # seed. Deterministic engines (False) run once whatever --seeds says.
     seeded: bool = False
+    # What identifies the engine's outputs beyond its name, version, code and
+    # options, for the cache (nsbench.cache): e.g. the digest of a user's binary.
+    fingerprint: Callable[[Mapping[str, Any]], str] | None = None
 
 
 # --------------------------------------------------------------------------- datasets
@@ -249,6 +252,9 @@ class ClipRecord:
     residual_lag: int | None = None
     lag_unmeasured: str = ""
     flags: list[str] = field(default_factory=list)  # degenerate output (nsbench.checks.FLAGS)
+    # The output came from the cache (nsbench.cache): its timings are those of
+    # the run that made it.
+    from_cache: bool = False
 
     @property
     def failed(self) -> bool:

@@ -3,6 +3,7 @@ private cache folder, so tests never read or write the user's cache."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,24 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
         os.environ.pop("NSBENCH_CACHE", None)
     else:
         os.environ["NSBENCH_CACHE"] = previous
+
+
+@pytest.fixture(autouse=True)
+def private_run_cache(private_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Each test starts with an empty cache of engine outputs and scores (the
+    demo set and remixes stay shared): a test never gets another's results.
+    Subprocesses see the same, through the symbolic link."""
+    from nsbench.cache import RUNS_FOLDER
+
+    folder = tmp_path_factory.mktemp("run-cache")
+    link = private_cache / RUNS_FOLDER
+    if link.is_symlink():
+        link.unlink()
+    elif link.is_dir():  # made by a module-scoped fixture's run, before this fixture ran
+        shutil.rmtree(link)
+    private_cache.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(folder, target_is_directory=True)
+    return folder
 
 
 @pytest.fixture(scope="session")

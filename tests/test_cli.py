@@ -29,7 +29,7 @@ REPORT_FILES = [
 ]
 PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc", "jobs"}
 CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay", "seed",
-             "sample_rate", "residual_lag", "lag_unmeasured", "flags"}
+             "sample_rate", "residual_lag", "lag_unmeasured", "flags", "from_cache"}
 
 
 def make_folder_dataset(root: Path, count: int = 3) -> Path:

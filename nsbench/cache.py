@@ -1,0 +1,293 @@
+"""The content-keyed cache of engine outputs and metric values: what makes a
+run resumable, and a rerun cheap.
+
+Each entry's key is a sha256 of everything its value depends on:
+
+- an output: the clip's audio (noisy, clean, reference sources, rate), the
+  engine's name, version, code and fingerprint (a user's binary or module), the
+  options it reads (plugin flags, seed, lag compensation), and the harness code
+  that runs it (resampling, delay compensation);
+- a clip's scores: the output's key, then one value per metric under the
+  metric's name, version and code, and the output checks under theirs.
+
+An entry is one file, written whole under a temporary name and renamed into
+place, so a run killed at any point leaves whole entries or none. Its first
+line holds a checksum of the rest: an entry that fails it is reported, removed
+and recomputed, never trusted. A clip that failed is not cached: it runs again.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from nsbench.types import Clip
+
+FORMAT_VERSION = 1
+# The parts of nsbench an output or a score depends on beyond the engine's and
+# the metric's own code: a change to any of them makes new keys.
+HARNESS_SOURCES = ("runner.py", "audio.py")
+CHECK_SOURCES = ("checks.py", "alignment.py")
+RUNS_FOLDER = "runs"  # under the cache root; the demo set and remixes have their own
+CHECKS_ENTRY = "checks"
+
+
+def cache_root() -> Path:
+    """Where nsbench keeps what it made: $NSBENCH_CACHE, else ~/.cache/nsbench."""
+    return Path(os.environ.get("NSBENCH_CACHE", Path.home() / ".cache" / "nsbench"))
+
+
+class CorruptEntry(Exception):
+    """A cache file that fails its checksum or cannot be parsed."""
+
+
+def digest(*parts: bytes | str) -> str:
+    hasher = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        hasher.update(len(data).to_bytes(8, "little"))  # no two part lists hash alike
+        hasher.update(data)
+    return hasher.hexdigest()
+
+
+def file_digest(path: str | Path) -> str:
+    hasher = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+def code_digest(obj: Any) -> str:
+    """The source file defining ``obj`` (a function, a class; through
+    functools.partial, every callable bound), hashed; "" when it has none (a
+    builtin), so then its name and version alone identify it."""
+    if isinstance(obj, functools.partial):
+        return digest(*(code_digest(part) for part in (obj.func, *obj.args) if callable(part)))
+    try:
+        path = inspect.getsourcefile(obj)
+    except TypeError:
+        return ""
+    return file_digest(path) if path and os.path.isfile(path) else ""
+
+
+def files_digest(paths: Iterable[str | Path]) -> str:
+    """For an engine's fingerprint: the contents of those of ``paths`` that are
+    files (a program, a script, a model), so a rebuilt binary gets new keys."""
+    return digest(*(f"{path}:{file_digest(path)}" for path in paths if os.path.isfile(path)))
+
+
+def nsbench_digest(names: Iterable[str]) -> str:
+    package = Path(__file__).parent
+    return digest(*(file_digest(package / name) for name in names))
+
+
+def clip_digest(clip: Clip) -> str:
+    """The clip's audio and rate: what any output of it depends on."""
+    parts: list[bytes | str] = [str(clip.sample_rate)]
+    for array in (clip.noisy, clip.clean, clip.sources):
+        if array is None:
+            parts.append("none")
+        else:
+            array = np.ascontiguousarray(array)
+            parts += [f"{array.dtype.str}{array.shape}", array.data.cast("B")]
+    return digest(*parts)
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a run's outputs and scores depend on, besides each clip: computed
+    once per engine in the parent, and sent to worker processes."""
+
+    engine: str  # digest of the engine's name, version, code, fingerprint and options
+    metrics: Mapping[str, str] = field(default_factory=dict)  # metric name -> digest
+    checks: str = ""
+
+    def output_key(self, clip: Clip) -> str:
+        return digest("output", self.engine, clip_digest(clip))
+
+
+def engine_identity(name: str, version: str, factory: Any, fingerprint: str, options: Mapping[str, Any]) -> str:
+    return digest(
+        f"nsbench-cache-v{FORMAT_VERSION}", name, version, code_digest(factory), fingerprint,
+        json_text(options), nsbench_digest(HARNESS_SOURCES),
+    )
+
+
+def metric_identity(name: str, version: str, func: Any) -> str:
+    return digest(name, version, code_digest(func))
+
+
+def checks_identity() -> str:
+    return digest(CHECKS_ENTRY, nsbench_digest(CHECK_SOURCES))
+
+
+@dataclass
+class CachedOutput:
+    audio: np.ndarray
+    cpu_seconds: float
+    wall_seconds: float
+    delay: str
+
+
+class Cache:
+    """Entries under ``root``/runs. ``read=False`` (--rerun) recomputes
+    everything and overwrites what it finds; warnings (a corrupt entry, a full
+    disk) are kept in ``warnings`` for the caller to print once each."""
+
+    def __init__(self, root: Path, read: bool = True):
+        self.folder = Path(root) / RUNS_FOLDER
+        self.read = read
+        self.warnings: list[str] = []
+
+    # ----------------------------------------------------------------- outputs
+
+    def get_output(self, key: str) -> CachedOutput | None:
+        entry = self._load(key, "output")
+        if entry is None:
+            return None
+        meta, payload = entry
+        try:
+            audio = np.load(io.BytesIO(payload), allow_pickle=False)
+        except ValueError as error:
+            self._drop(key, "output", f"its audio does not load ({error})")
+            return None
+        return CachedOutput(audio, meta["cpu_seconds"], meta["wall_seconds"], meta["delay"])
+
+    def put_output(self, key: str, output: CachedOutput) -> None:
+        buffer = io.BytesIO()
+        np.save(buffer, output.audio, allow_pickle=False)
+        meta = {"cpu_seconds": output.cpu_seconds, "wall_seconds": output.wall_seconds, "delay": output.delay}
+        self._store(key, "output", meta, buffer.getvalue())
+
+    # ------------------------------------------------------------------ scores
+
+    def get_scores(self, key: str) -> dict[str, Any]:
+        """The values stored for this output: {identity digest: value}."""
+        entry = self._load(key, "scores")
+        if entry is None:
+            return {}
+        try:
+            return json.loads(entry[1])
+        except ValueError as error:
+            self._drop(key, "scores", f"its values do not parse ({error})")
+            return {}
+
+    def put_scores(self, key: str, values: Mapping[str, Any]) -> None:
+        self._store(key, "scores", {}, json.dumps(values, sort_keys=True).encode())
+
+    # ------------------------------------------------------------------- files
+
+    def path(self, key: str, kind: str) -> Path:
+        return self.folder / key[:2] / f"{key}.{kind}"
+
+    def _load(self, key: str, kind: str) -> tuple[dict[str, Any], bytes] | None:
+        if not self.read:
+            return None
+        path = self.path(key, kind)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            self.warnings.append(f"cannot read cache entry {path}: {error.strerror or error}; recomputed")
+            return None
+        try:
+            return parse_entry(data)
+        except CorruptEntry as error:
+            self._drop(key, kind, str(error))
+            return None
+
+    def _drop(self, key: str, kind: str, why: str) -> None:
+        path = self.path(key, kind)
+        self.warnings.append(f"corrupt cache entry {path}: {why}; removed and recomputed")
+        path.unlink(missing_ok=True)
+
+    def _store(self, key: str, kind: str, meta: Mapping[str, Any], payload: bytes) -> None:
+        path = self.path(key, kind)
+        header = json.dumps({"sha256": hashlib.sha256(payload).hexdigest(), "meta": meta}).encode()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=f".{key[:8]}-", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(handle, "wb") as file:
+                    file.write(header + b"\n" + payload)
+                os.replace(temporary, path)
+            finally:
+                if os.path.exists(temporary):
+                    os.remove(temporary)
+        except OSError as error:  # a full disk or a read-only cache costs the caching, not the clip
+            self.warnings.append(f"cannot write to the cache {self.folder}: {error.strerror or error}; going on without it")
+
+
+def parse_entry(data: bytes) -> tuple[dict[str, Any], bytes]:
+    header, newline, payload = data.partition(b"\n")
+    try:
+        fields = json.loads(header)
+        expected, meta = fields["sha256"], fields["meta"]
+    except (ValueError, KeyError, TypeError):
+        raise CorruptEntry("its header is not readable") from None
+    if not newline or hashlib.sha256(payload).hexdigest() != expected:
+        raise CorruptEntry("its checksum does not match its contents")
+    return meta, payload
+
+
+# --------------------------------------------------------------------- --list cache
+
+
+def folder_usage(folder: Path) -> tuple[int, int]:
+    """(files, bytes) under ``folder``."""
+    files = size = 0
+    if folder.is_dir():
+        for path in folder.rglob("*"):
+            if path.is_file():
+                files += 1
+                size += path.stat().st_size
+    return files, size
+
+
+def usage_text(root: Path) -> str:
+    """What ``--list cache`` prints: the location, then each part's size."""
+    lines = [f"cache: {root} (set NSBENCH_CACHE to move it; --clear-cache empties it)"]
+    parts = sorted(path for path in root.iterdir()) if root.is_dir() else []
+    total = 0
+    for part in parts:
+        files, size = folder_usage(part) if part.is_dir() else (1, part.stat().st_size)
+        total += size
+        lines.append(f"  {part.name:<40} {files:>8} files  {size / 1e6:>10.1f} MB")
+    lines.append(f"  {'total':<40} {'':>8}        {total / 1e6:>10.1f} MB")
+    return "\n".join(lines)
+
+
+def clear(root: Path) -> str:
+    """Empties the cache; returns what was removed, for the user."""
+    files, size = folder_usage(root)
+    if root.is_dir():
+        shutil.rmtree(root)
+    return f"removed {root}: {files} files, {size / 1e6:.1f} MB"
+
+
+def warn(cache: Cache | None, seen: set[str]) -> None:
+    """Prints each new cache warning once."""
+    if cache is None:
+        return
+    for message in cache.warnings:
+        if message not in seen:
+            seen.add(message)
+            print(f"nsbench: {message}", file=sys.stderr)
+    cache.warnings.clear()
