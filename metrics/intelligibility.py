@@ -9,6 +9,30 @@ Both are ``pystoi.stoi(clean, processed, fs, extended=False|True)``: it resample
 to 10 kHz, drops frames more than 40 dB below the loudest, and needs at least
 30 frames (384 ms) of what remains. Below that it warns and returns 1e-5; that
 sentinel is a failure with a reason here, never a score.
+
+pystoi itself is not reproducible bit for bit, so ``stoi`` below runs pystoi's
+own steps (its resampler, silent-frame removal, STFT and constants) with two
+changes that make the score a function of the two signals alone:
+
+* ESTOI's ``row_col_normalize`` adds ``EPS * np.random.standard_normal`` noise
+  from numpy's *global* generator, which fresh processes seed from the OS and
+  every other draw advances: the last digits change between runs and worker
+  processes, and a whole 1e-3 where the output has digital silence (the noise
+  is then all a band row holds). Here the noise comes from a private
+  ``RandomState(0)``, the stream pystoi draws after ``np.random.seed(0)``.
+* Both apply the 1/3-octave band matrix with ``np.matmul``, i.e. OpenBLAS
+  dgemm, whose summation order over FFT bins changes with the number of BLAS
+  threads (and with the CPU's kernel). Here each band is summed bin by bin in
+  increasing order, with no BLAS.
+
+So the score depends on the two signals alone, not on the arrays' memory
+alignment, the process, the BLAS threads or the caller's random state. It
+matches ``pystoi.stoi`` after ``np.random.seed(0)`` to 1e-15 or so, with one
+exception: ESTOI where the output falls to digital silence within a segment.
+There a band row is one value and zeros, its normalised column is nearly
+constant, and one last bit in a band energy moves the score by up to ~1e-5;
+pystoi's own score there moves by as much between one and two BLAS threads,
+and by ~1e-3 between random states.
 """
 from __future__ import annotations
 
@@ -24,11 +48,9 @@ from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
 PYSTOI_VERSION = "0.4.1"  # the version the tests compare against
 INSTALL = f"pip install pystoi=={PYSTOI_VERSION}"
 
-# pystoi's RuntimeWarning text when too few frames survive silent-frame removal.
-TOO_FEW_FRAMES_WARNING = "Not enough STFT frames"
 TOO_FEW_FRAMES = (
     "fewer than 30 frames (384 ms at 10 kHz) of clean voice left after pystoi "
-    "removed silent frames; pystoi returned its 1e-5 sentinel"
+    "removed silent frames (pystoi warns and returns its 1e-5 sentinel)"
 )
 # ESTOI normalises each 1/3-octave band row of a 384 ms segment by its spread;
 # an output constant over one (a DC offset, say) has none, and pystoi divides by zero.
@@ -51,15 +73,14 @@ def samples_at_pystoi_rate(length: int, sample_rate: int) -> int:
 def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended: bool = False) -> float:
     """STOI (Taal et al. 2011), or ESTOI (Jensen and Taal 2016) with ``extended=True``.
 
-    Exactly ``pystoi.stoi(clean, processed, sample_rate, extended=extended)`` on
-    float64 copies of the arrays (float32 clips widen exactly, so this matches a
-    caller that read the WAV files as float64, as Picovoice's benchmark does).
-    Raises MetricUndefined when pystoi warns that fewer than 30 frames remain,
+    ``pystoi.stoi(clean, processed, sample_rate, extended=extended)``, made
+    reproducible as the module docstring says, on float64 copies of the arrays
+    (float32 clips widen exactly, so this matches a caller that read the WAV
+    files as float64, as Picovoice's benchmark does).
+    Raises MetricUndefined where pystoi warns that fewer than 30 frames remain,
     before calling it when the clip is too short to ever have them, and when
     it returns NaN (ESTOI of a constant output).
     """
-    import pystoi  # heavy-ish (scipy); only when the metric runs
-
     clean64 = np.asarray(clean, dtype=np.float64)
     processed64 = np.asarray(processed, dtype=np.float64)
     if samples_at_pystoi_rate(len(clean64), sample_rate) <= MAX_TOO_SHORT:
@@ -69,15 +90,92 @@ def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        score = pystoi.stoi(clean64, processed64, sample_rate, extended=extended)
-    for warning in caught:
-        if issubclass(warning.category, RuntimeWarning) and TOO_FEW_FRAMES_WARNING in str(warning.message):
-            raise MetricUndefined(TOO_FEW_FRAMES)
+        score = _pystoi_steps(clean64, processed64, sample_rate, extended)
+    if score is None:
+        raise MetricUndefined(TOO_FEW_FRAMES)
     if not np.isfinite(score):  # its divide-by-zero warnings say nothing more
         raise MetricUndefined(NOT_A_NUMBER)
     for warning in caught:  # anything else still reaches the user
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return float(score)
+
+
+def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool) -> float | None:
+    """``pystoi.stoi`` step by step, made reproducible (see the module docstring).
+
+    None where pystoi would warn about too few frames and return 1e-5.
+    """
+    # heavy-ish (scipy); only when the metric runs
+    from pystoi import utils
+    from pystoi.stoi import BETA, DYN_RANGE, FS, N, N_FRAME, NFFT, OBM
+
+    if x.shape != y.shape:
+        raise ValueError(f"x and y should have the same length, found {x.shape} and {y.shape}")
+    if fs != FS:
+        x = utils.resample_oct(x, FS, fs)
+        y = utils.resample_oct(y, FS, fs)
+    x, y = utils.remove_silent_frames(x, y, DYN_RANGE, N_FRAME, int(N_FRAME / 2))
+    x_spec = utils.stft(x, N_FRAME, NFFT, overlap=2)  # frames x bins
+    y_spec = utils.stft(y, N_FRAME, NFFT, overlap=2)
+    if len(x_spec) < N:
+        return None
+    x_segments = _segments(_third_octave_bands(x_spec, OBM), N)
+    y_segments = _segments(_third_octave_bands(y_spec, OBM), N)
+
+    if extended:
+        noise = np.random.RandomState(0)  # pystoi's draws after np.random.seed(0)
+        x_n = _row_col_normalize(x_segments, noise)
+        y_n = _row_col_normalize(y_segments, noise)
+        return np.sum(x_n * y_n / N) / x_n.shape[0]
+
+    # pystoi's STOI lines, unchanged
+    normalization_consts = (
+        np.linalg.norm(x_segments, axis=2, keepdims=True)
+        / (np.linalg.norm(y_segments, axis=2, keepdims=True) + utils.EPS))
+    y_segments_normalized = y_segments * normalization_consts
+    clip_value = 10 ** (-BETA / 20)
+    y_primes = np.minimum(y_segments_normalized, x_segments * (1 + clip_value))
+    y_primes = y_primes - np.mean(y_primes, axis=2, keepdims=True)
+    x_segments = x_segments - np.mean(x_segments, axis=2, keepdims=True)
+    y_primes /= (np.linalg.norm(y_primes, axis=2, keepdims=True) + utils.EPS)
+    x_segments /= (np.linalg.norm(x_segments, axis=2, keepdims=True) + utils.EPS)
+    correlations_components = y_primes * x_segments
+    return np.sum(correlations_components) / (x_segments.shape[0] * x_segments.shape[1])
+
+
+def _third_octave_bands(spec: np.ndarray, obm: np.ndarray) -> np.ndarray:
+    """``sqrt(OBM @ |spec.T|**2)`` (bands x frames), each band summed bin by bin
+    in increasing order: OBM's rows are runs of ones, and a fixed order of
+    additions gives the same bits whatever the BLAS, its threads or the CPU.
+    """
+    power = np.ascontiguousarray(np.square(np.abs(spec)).T)  # bins x frames
+    bands = np.zeros((len(obm), power.shape[1]))
+    for band, row in zip(bands, obm):
+        for k in np.flatnonzero(row):
+            band += power[k]
+    return np.sqrt(bands)
+
+
+def _segments(tob: np.ndarray, n: int) -> np.ndarray:
+    """pystoi's 384 ms segments: segments x bands x n frames, C-contiguous."""
+    windows = np.lib.stride_tricks.sliding_window_view(tob, n, axis=1)  # bands x segments x n
+    return np.ascontiguousarray(windows.transpose(1, 0, 2))
+
+
+def _row_col_normalize(x: np.ndarray, noise: np.random.RandomState) -> np.ndarray:
+    """pystoi's ``utils.row_col_normalize`` with the noise from ``noise``.
+
+    Scaling by the reciprocal norms broadcasts instead of multiplying by
+    diagonal matrices: each product there is one term plus exact zeros, so the
+    values are the same (and NaN in the same cases).
+    """
+    eps = np.finfo("float").eps
+    x = x + eps * noise.standard_normal(x.shape)
+    x -= np.mean(x, axis=-1, keepdims=True)
+    x = x * (1. / np.sqrt(np.sum(np.square(x), axis=-1, keepdims=True)))
+    x += eps * noise.standard_normal(x.shape)
+    x -= np.mean(x, axis=1, keepdims=True)
+    return x * (1. / np.sqrt(np.sum(np.square(x), axis=1, keepdims=True)))
 
 
 def pystoi_version() -> str:
