@@ -17,7 +17,10 @@ from nsbench.report import (
     BASELINE_ENGINE,
     Table,
     baseline_rows,
+    baselines_text,
     cell_rows,
+    clip_list,
+    clips_count,
     compensation_text,
     fmt,
     summary_rows,
@@ -56,7 +59,7 @@ def write_html(
         "<h2>Checks: alignment and degenerate output</h2>",
         *(checks_html(r) for r in ordered),
         "<h2>Against the baselines</h2>",
-        "<p>Paired per clip, Wilcoxon signed-rank at 5%: \"not distinguishable\" where the difference is not significant.</p>",
+        f"<p>{esc(baselines_text(ordered))}</p>",
         table(baseline_rows(ordered), "baselines"),
     ]
     if comparison is not None:
@@ -92,9 +95,9 @@ def checks_html(result: Mapping[str, Any]) -> str:
     items = []
     for name, flag in result.get("flags", {}).items():
         items.append(f'<li><span class="flag">{esc(name)}</span>: {esc(flag["description"])}; '
-                     f'{len(flag["clips"])} clips: {esc(", ".join(flag["clips"]))}</li>')
+                     f'{esc(clip_list(flag["clips"], named=None))}</li>')
     for name, flag in result.get("expected_flags", {}).items():
-        items.append(f"<li>{esc(name)}, expected ({esc(flag['expected'])}): {len(flag['clips'])} clips</li>")
+        items.append(f"<li>{esc(name)}, expected ({esc(flag['expected'])}): {clips_count(len(flag['clips']))}</li>")
     if not result.get("flags"):
         items.append('<li class="ok">no degenerate output</li>')
     aligned = "ok" if alignment.get("sample_aligned") else "flag"

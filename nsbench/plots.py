@@ -90,13 +90,17 @@ def gain_figure(results: Sequence[Mapping[str, Any]], metric: str):
     fig = figure(width=min(30.0, 4 + 0.45 * len(cells)), height=5.0)
     axes = fig.add_subplot()
     spread = 0.8 / max(1, len(results))
+    single = False
     for index, result in enumerate(results):
         rows = {tuple(row["cell"].items()): row for row in result["cells"]}
         xs, means, low, high = [], [], [], []
         for position, cell in enumerate(cells):
             stats = rows.get(tuple(cell.items()), {}).get("metrics", {}).get(metric, {})
             if stats.get("n") and not math.isnan(stats["mean"]):
-                ci = stats.get("mean_ci95") or [stats["mean"], stats["mean"]]
+                ci = stats.get("mean_ci95") or [math.nan] * 2
+                if any(math.isnan(bound) for bound in ci):  # a single clip has no interval: no bar
+                    ci = [stats["mean"], stats["mean"]]
+                    single = True
                 xs.append(position - 0.4 + spread * (index + 0.5))
                 means.append(stats["mean"])
                 low.append(stats["mean"] - ci[0])
@@ -104,7 +108,8 @@ def gain_figure(results: Sequence[Mapping[str, Any]], metric: str):
         if xs:
             axes.errorbar(xs, means, yerr=[low, high], fmt="o", capsize=2, markersize=4, label=result["engine"])
     axes.set_xticks(range(len(cells)), names, rotation=60, ha="right", fontsize="small")
-    axes.set(ylabel=metric, title=f"{metric} per cell: mean and bootstrap 95% CI")
+    note = " (no bar: a single clip)" if single else ""
+    axes.set(ylabel=metric, title=f"{metric} per cell: mean and bootstrap 95% CI{note}")
     axes.axhline(0, color="grey", linewidth=0.8)
     axes.grid(alpha=0.3, axis="y")
     axes.legend(fontsize="small", ncols=2)

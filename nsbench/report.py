@@ -27,6 +27,8 @@ TABLE_COLUMNS = (
     ("rtf_cpu", "RTF", 3),
 )
 BASELINE_ENGINE = "passthrough"
+# Every engine is compared with each of these that ran (summary.compare_with_baselines).
+BASELINES = (BASELINE_ENGINE, "rnnoise")
 
 
 def file_stem(engine: str) -> str:
@@ -127,8 +129,11 @@ def cell_table(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], e
 
 
 def cell_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], extra: Sequence[str] = ()) -> Table:
+    """Cell means, then the headline metric's bootstrap 95% CI of the mean ("–" for a single clip)."""
     columns = table_columns(results, extra)
-    header = [*cell_keys, "engine", "n", *(title for _, title, _ in columns)]
+    headline = headline_of(results)
+    with_ci = any(headline in r["metrics"] for r in results)
+    header = [*cell_keys, "engine", "n", *(title for _, title, _ in columns), *([f"{headline} 95% CI"] * with_ci)]
     lines = []
     by_cell: dict[tuple, list[tuple[str, Mapping[str, Any]]]] = {}
     for result in results:
@@ -139,7 +144,8 @@ def cell_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], ex
         for engine, row in rows:
             failed = f" ({row['failures']} failed)" if row["failures"] else ""
             values = [fmt(row["metrics"].get(name, {}).get("mean", math.nan), d) for name, _, d in columns]
-            lines.append([*cell, engine, f"{row['clips']}{failed}", *values])
+            ci = [interval(row["metrics"].get(headline, {}).get("mean_ci95"), 2)] * with_ci
+            lines.append([*cell, engine, f"{row['clips']}{failed}", *values, *ci])
     return header, lines
 
 
@@ -152,10 +158,15 @@ def headline_of(results: Sequence[Mapping[str, Any]]) -> str:
     return next((r["worst_cell"]["metric"] for r in results if r.get("worst_cell")), "si_sdri")
 
 
+def headline_higher_is_better(results: Sequence[Mapping[str, Any]], headline: str) -> bool:
+    return next((r["metric_definitions"][headline]["higher_is_better"] for r in results if headline in r.get("metric_definitions", {})), True)
+
+
 def summary_rows(results: Sequence[Mapping[str, Any]]) -> Table:
     headline = headline_of(results)
+    higher = headline_higher_is_better(results, headline)
     header = [
-        "engine", "clips", "failed", f"{headline} mean", "95% CI", "bad tail (p5/p95)", "worst cell", f"{headline} there",
+        "engine", "clips", "failed", f"{headline} mean", "95% CI", f"{'p5' if higher else 'p95'} (bad tail)", "worst cell", f"{headline} there",
         "STOI", "RTF (CPU)", "RTF (wall)", "alignment", "flags",
     ]
     rows = []
@@ -169,7 +180,7 @@ def summary_rows(results: Sequence[Mapping[str, Any]]) -> Table:
             str(result["failures"]),
             fmt(stats.get("mean", math.nan), 2),
             interval(stats.get("mean_ci95"), 2),
-            bad_tail(stats, result["metric_definitions"].get(headline, {}).get("higher_is_better", True)),
+            bad_tail(stats, higher),
             worst_name,
             fmt(worst.get("mean", math.nan), 2),
             fmt(result["stoi"], 3),
@@ -182,7 +193,7 @@ def summary_rows(results: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def interval(bounds: Sequence[float] | None, decimals: int) -> str:
-    if not bounds:
+    if not bounds or any(math.isnan(bound) for bound in bounds):  # a single clip has none
         return "–"
     return f"[{fmt(bounds[0], decimals)}, {fmt(bounds[1], decimals)}]"
 
@@ -220,10 +231,15 @@ def engine_line(result: Mapping[str, Any]) -> str:
 CLIPS_NAMED = 10
 
 
-def clip_list(clips: Sequence[str]) -> str:
-    named = ", ".join(clips[:CLIPS_NAMED])
-    more = f" and {len(clips) - CLIPS_NAMED} more" if len(clips) > CLIPS_NAMED else ""
-    return f"{len(clips)} clip{'s' if len(clips) != 1 else ''}: {named}{more}"
+def clips_count(count: int) -> str:
+    return f"{count} clip{'s' if count != 1 else ''}"
+
+
+def clip_list(clips: Sequence[str], named: int | None = CLIPS_NAMED) -> str:
+    """"2 clips: a, b"; beyond ``named`` (None: no limit), "and N more"."""
+    limit = len(clips) if named is None else named
+    more = f" and {len(clips) - limit} more" if len(clips) > limit else ""
+    return f"{clips_count(len(clips))}: {', '.join(clips[:limit])}{more}"
 
 
 def compensation_text(alignment: Mapping[str, Any]) -> str:
@@ -244,10 +260,23 @@ def checks_lines(result: Mapping[str, Any]) -> list[str]:
     for name, flag in result.get("flags", {}).items():
         lines.append(f"  - FLAG {name}: {flag['description']}; {clip_list(flag['clips'])}")
     for name, flag in result.get("expected_flags", {}).items():
-        lines.append(f"  - {name}, expected ({flag['expected']}): {len(flag['clips'])} clips")
+        lines.append(f"  - {name}, expected ({flag['expected']}): {clips_count(len(flag['clips']))}")
     if not result.get("flags"):
         lines.append("  - no degenerate output")
     return lines
+
+
+def baselines_text(results: Sequence[Mapping[str, Any]]) -> str:
+    """How the comparisons are made, and which baseline did not run (so is not compared with)."""
+    ran = {r["engine"] for r in results}
+    missing = [name for name in BASELINES if name not in ran]
+    text = (
+        "Paired per clip, Wilcoxon signed-rank at 5%; \"not distinguishable\" where the difference is not significant, "
+        "rather than a ranking. A cell of fewer than 6 clips can never be significant."
+    )
+    if missing:
+        text += f" Not run, so not compared with: {', '.join(missing)} (add {' '.join(f'--engine {name}' for name in missing)})."
+    return text
 
 
 def baseline_rows(results: Sequence[Mapping[str, Any]]) -> Table:
@@ -259,7 +288,10 @@ def baseline_rows(results: Sequence[Mapping[str, Any]]) -> Table:
             for metric, comparison in by_metric.items():
                 overall = comparison["all"]
                 verdicts = [cell["verdict"] for cell in comparison["cells"]]
-                counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("better", "worse", "not distinguishable") if v in verdicts)
+                counts = ", ".join(
+                    f"{v} in {verdicts.count(v)} cell{'s' if verdicts.count(v) != 1 else ''}"
+                    for v in ("better", "worse", "not distinguishable") if v in verdicts
+                )
                 rows.append([
                     result["engine"], baseline, metric, str(overall["n"]), fmt(overall["mean_difference"], 3),
                     fmt(overall["p_value"], 3), overall["verdict"], counts or "–",
@@ -307,8 +339,7 @@ def report_markdown(
         "## Checks: alignment and degenerate output",
         "\n".join(line for result in ordered for line in checks_lines(result)),
         "## Against the baselines",
-        "Paired per clip, Wilcoxon signed-rank at 5%; \"not distinguishable\" where the difference is not significant, "
-        "rather than a ranking. A cell of fewer than 6 clips can never be significant.",
+        baselines_text(ordered),
         markdown_table(baseline_rows(ordered)) if any(r.get("comparisons") for r in ordered) else "No baseline ran.",
         "## Worst clips",
         markdown_table(worst_rows(ordered)),

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from nsbench import checks
-from nsbench.report import BASELINE_ENGINE
+from nsbench.report import BASELINES
 from nsbench.types import ClipRecord, MetricSpec
 
 
@@ -108,7 +108,9 @@ def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[fl
 def uncertainty(columns: Mapping[str, Sequence[float]]) -> dict[str, dict[str, Any]]:
     """Per column (metric): the tails (5th and 95th percentiles: which is the
     bad one depends on the metric's direction) and percentile-bootstrap 95%
-    CIs of the mean and median (quick_resample_indices).
+    CIs of the mean and median (quick_resample_indices). A single clip has
+    no interval (NaN, shown "–"): every resample of one value is that value,
+    and a zero-width interval would claim certainty.
 
     Columns of equal length go through numpy together: one call per cell
     instead of one per metric (a demo run has about 5000 columns)."""
@@ -128,8 +130,8 @@ def uncertainty(columns: Mapping[str, Sequence[float]]) -> dict[str, dict[str, A
             result[name] = {
                 "p5": float(tails[0, i]),
                 "p95": float(tails[1, i]),
-                "mean_ci95": [float(low[0, i]), float(high[0, i])],
-                "median_ci95": [float(low[1, i]), float(high[1, i])],
+                "mean_ci95": [float(low[0, i]), float(high[0, i])] if size > 1 else [math.nan] * 2,
+                "median_ci95": [float(low[1, i]), float(high[1, i])] if size > 1 else [math.nan] * 2,
             }
     return result
 
@@ -320,7 +322,6 @@ def pick(record: ClipRecord, metric: str) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- paired comparisons
 
-BASELINES = (BASELINE_ENGINE, "rnnoise")  # every engine is compared with each that ran
 SIGNIFICANCE = 0.05
 
 

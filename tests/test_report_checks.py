@@ -165,3 +165,35 @@ def test_align_constant_lag_removes_the_lag_and_says_so(faulty_run, tmp_path, mo
     assert "Constant lag compensated (--align-constant-lag)" in report and f"removed {LAG} more samples at 16000 Hz" in report
     # An aligned engine is left alone: no second pass, no note.
     assert "compensation" not in results["passthrough"]["alignment"]
+
+
+def test_the_array_checks_not_exercised_by_the_engines_above():
+    """barely_changed and clipped, on one hand-made clip (0 dB SNR)."""
+    from nsbench import checks
+    from nsbench.types import Clip
+
+    rng = np.random.default_rng(0)
+    t = np.arange(16000) / 16000
+    clean = (0.3 * np.sin(2 * np.pi * 220 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)
+    noise = (rng.standard_normal(16000) * np.std(clean)).astype(np.float32)
+    clip = Clip(clip_id="c", noisy=clean + noise, clean=clean, sample_rate=16000)
+    assert checks.output_flags(clean + 0.3 * noise, clip) == []
+    assert checks.output_flags(0.5 * clip.noisy, clip) == ["identical_to_input"]
+    # 50 dB from the input: between BARELY_CHANGED_DB and IDENTICAL_DB.
+    nudged = clip.noisy + 10 ** (-50 / 20) * noise
+    assert checks.output_flags(nudged, clip) == ["barely_changed"]
+    loud = np.clip(8 * clean, -1, 1)  # a fifth of the samples at full scale
+    assert checks.output_flags(loud, clip) == ["clipped"]
+    # An input clipped as much: the engine did not clip it.
+    clipped_input = Clip(clip_id="c", noisy=np.clip(8 * clean, -1, 1) + 0 * noise, clean=clean, sample_rate=16000)
+    assert "clipped" not in checks.output_flags(loud, clipped_input)
+
+
+def test_two_identical_engines_are_reported_not_distinguishable(faulty_run):
+    # The identity engine returns its input, as the passthrough does: the same scores on every clip.
+    comparison = faulty_run["identity"]["comparisons"]["passthrough"]["si_sdri"]
+    assert comparison["all"]["verdict"] == "not distinguishable" and comparison["all"]["p_value"] == 1.0
+    # The music-only and clean-voice cells have no SI-SDRi to pair.
+    assert [cell["verdict"] for cell in comparison["cells"] if cell["n"]] == ["not distinguishable"] * 24
+    row = next(line for line in faulty_run["report.md"].splitlines() if line.startswith("| identity | passthrough | si_sdri |"))
+    assert row.endswith("| 0.000 | 1.000 | not distinguishable | not distinguishable in 24 cells |")

@@ -130,3 +130,24 @@ def test_a_consistent_difference_is_better_or_worse_by_direction_and_small_cells
     # Noise around zero: not distinguishable.
     jitter = [v + d for v, d in zip(base, np.random.default_rng(5).normal(0, 0.01, 20))]
     assert paired(jitter, base)["all"]["verdict"] == "not distinguishable"
+
+
+def test_a_single_clip_has_no_confidence_interval():
+    # Every resample of one value is that value: a [v, v] interval would claim certainty.
+    stats = summarise([record("only", 2.5)], [metric()], ["cell"])["metrics"]["si_sdri"]
+    assert np.isnan(stats["mean_ci95"]).all() and np.isnan(stats["median_ci95"]).all()
+    assert stats["p5"] == stats["p95"] == 2.5
+    two = summarise([record("a", 1.0), record("b", 3.0)], [metric()], ["cell"])["metrics"]["si_sdri"]
+    assert two["mean_ci95"] == [1.0, 3.0]
+
+
+def test_the_reported_intervals_cover_the_true_mean_and_median_about_95_percent():
+    # The intervals in the JSON and the tables come from uncertainty(), not bootstrap_ci: test those.
+    from nsbench.summary import uncertainty
+
+    rng = np.random.default_rng(6)
+    covered = np.zeros(2)
+    for _ in range(300):
+        block = uncertainty({"m": list(rng.normal(5.0, 2.0, size=30))})["m"]
+        covered += [block["mean_ci95"][0] <= 5.0 <= block["mean_ci95"][1], block["median_ci95"][0] <= 5.0 <= block["median_ci95"][1]]
+    assert all(0.88 <= share <= 0.99 for share in covered / 300), covered / 300
