@@ -29,10 +29,11 @@ per-excerpt SDRs, which weights quiet and loud passages equally.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from nsbench.blocks import float64_blocks, spans
 from nsbench.hookspecs import hookimpl
 from nsbench.types import ENHANCEMENT, MetricInputs, MetricSpec, MetricUndefined
 
@@ -50,14 +51,23 @@ def mdx_sdr(estimate: np.ndarray, reference: np.ndarray) -> float:
     ``10 log10((sum s^2 + delta) / (sum (s - s_hat)^2 + delta))`` with
     delta = 1e-7 (Solovyev et al. 2023; MDX 2021). Raises MetricUndefined when
     the reference is all zeros, and ValueError on a length mismatch or
-    non-finite samples.
+    non-finite samples. Summed over float64 blocks (nsbench.blocks): bounded
+    memory on an hour, and the whole-array sums on a clip of up to a block.
     """
-    est = np.asarray(estimate, dtype=np.float64).ravel()
-    ref = np.asarray(reference, dtype=np.float64).ravel()
+    est = np.asarray(estimate).ravel()
+    ref = np.asarray(reference).ravel()
     if est.shape != ref.shape:
         raise ValueError(f"estimate has {est.size} samples, reference {ref.size}")
-    error = ref - est
-    signal_energy, error_energy = float(np.dot(ref, ref)), float(np.dot(error, error))
+    return _stem_sdr(float64_blocks(est, ref))
+
+
+def _stem_sdr(blocks: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
+    """mdx_sdr from (estimate, reference) float64 blocks."""
+    signal_energy = error_energy = 0.0
+    for est, ref in blocks:
+        error = ref - est
+        signal_energy += float(np.dot(ref, ref))
+        error_energy += float(np.dot(error, error))
     if not np.isfinite(signal_energy + error_energy):
         raise ValueError("estimate or reference has non-finite samples")
     if signal_energy == 0.0:
@@ -71,12 +81,19 @@ def _voice(inputs: MetricInputs) -> float:
     return mdx_sdr(inputs.output, inputs.clean)
 
 
+def _music_blocks(inputs: MetricInputs) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(noisy - output, noisy - clean) in float64, a block at a time."""
+    if not (len(inputs.noisy) == len(inputs.clean) == len(inputs.output)):
+        raise ValueError(f"noisy, clean and output differ in length: {len(inputs.noisy)}, {len(inputs.clean)}, {len(inputs.output)}")
+    for span in spans(len(inputs.noisy)):
+        noisy = inputs.noisy[span].astype(np.float64)
+        yield noisy - inputs.output[span], noisy - inputs.clean[span]
+
+
 def _music(inputs: MetricInputs) -> float:
-    noisy = inputs.noisy.astype(np.float64)
-    music = noisy - inputs.clean
-    if not np.any(music):
+    if not any(np.any(music) for _, music in _music_blocks(inputs)):
         raise MetricUndefined(SILENT_MUSIC)
-    return mdx_sdr(noisy - inputs.output, music)
+    return _stem_sdr(_music_blocks(inputs))
 
 
 def mdx_sdr_voice_metric(inputs: MetricInputs) -> float:

@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from nsbench.blocks import BLOCK_SAMPLES, spans
 from nsbench.hookspecs import hookimpl
 from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
 
@@ -34,10 +35,19 @@ def segment_length(sample_rate: int) -> int:
 
 
 def _segment_sums(x: np.ndarray, seg: int) -> np.ndarray:
-    """Sum of squares per segment, float64; the trailing partial segment is the last entry."""
-    squares = np.square(np.asarray(x, dtype=np.float64).ravel())
-    starts = np.arange(0, squares.size, seg)
-    return np.add.reduceat(squares, starts) if squares.size else np.zeros(0)
+    """Sum of squares per segment, float64; the trailing partial segment is the last entry.
+
+    Squared in float64 a block of whole segments at a time (about a million
+    samples), so an hour needs a few MB; each segment's sum is the same
+    reduction as over the whole clip at once, so the values are unchanged.
+    """
+    samples = np.asarray(x).ravel()
+    block = max(1, BLOCK_SAMPLES // seg) * seg
+    sums = [
+        np.add.reduceat(np.square(np.asarray(samples[span], dtype=np.float64)), np.arange(0, span.stop - span.start, seg))
+        for span in spans(samples.size, block)
+    ]
+    return np.concatenate(sums) if sums else np.zeros(0)
 
 
 def voice_active_segments(clean: np.ndarray, sample_rate: int) -> np.ndarray:

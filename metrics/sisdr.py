@@ -28,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from nsbench.blocks import arrays_equal, float64_blocks
 from nsbench.hookspecs import hookimpl
 from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
 
@@ -48,8 +49,9 @@ def _ratio_db(signal_energy: float, error_energy: float) -> float:
 
 
 def _as_pair(estimate: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    est = np.asarray(estimate, dtype=np.float64).ravel()
-    ref = np.asarray(reference, dtype=np.float64).ravel()
+    """Flat views (no float64 copies: the sums below widen a block at a time)."""
+    est = np.asarray(estimate).ravel()
+    ref = np.asarray(reference).ravel()
     if est.shape != ref.shape:
         raise ValueError(f"estimate has {est.size} samples, reference {ref.size}")
     return est, ref
@@ -61,6 +63,11 @@ def _check_finite(*energies: float) -> None:
         raise ValueError("estimate or reference has non-finite samples")
 
 
+def _mean(samples: np.ndarray) -> float:
+    """The float64 mean, a block at a time (np.mean's own value for one block)."""
+    return sum((float(block.sum()) for (block,) in float64_blocks(samples)), 0.0) / samples.size
+
+
 def si_sdr(estimate: np.ndarray, reference: np.ndarray, *, zero_mean: bool = False) -> float:
     """Scale-invariant SDR in dB (Le Roux et al. 2019, eq. 1-2), computed in float64.
 
@@ -70,19 +77,34 @@ def si_sdr(estimate: np.ndarray, reference: np.ndarray, *, zero_mean: bool = Fal
     orthogonal to the reference scores -120 (silence is not perfect
     reconstruction); an estimate equal to the reference up to a positive or
     negative gain scores +120.
+
+    The sums run over float64 blocks of the signals (nsbench.blocks), so an
+    hour costs no more memory than a minute; a clip of up to a block is summed
+    exactly as a whole.
     """
     est, ref = _as_pair(estimate, reference)
-    if zero_mean:
-        est = est - est.mean()
-        ref = ref - ref.mean()
-    ref_energy = float(np.dot(ref, ref))
-    _check_finite(ref_energy, float(np.dot(est, est)))
+    est_mean = ref_mean = 0.0
+    if zero_mean and est.size:
+        est_mean, ref_mean = _mean(est), _mean(ref)
+    ref_energy = est_energy = cross = 0.0
+    for e, r in float64_blocks(est, ref):
+        if zero_mean:
+            e, r = e - est_mean, r - ref_mean
+        ref_energy += float(np.dot(r, r))
+        est_energy += float(np.dot(e, e))
+        cross += float(np.dot(e, r))
+    _check_finite(ref_energy, est_energy)
     if ref_energy == 0.0:
         return -CLAMP_DB
-    alpha = float(np.dot(est, ref)) / ref_energy
-    noise = est - alpha * ref
+    alpha = cross / ref_energy
+    noise_energy = 0.0
+    for e, r in float64_blocks(est, ref):
+        if zero_mean:
+            e, r = e - est_mean, r - ref_mean
+        noise = e - alpha * r
+        noise_energy += float(np.dot(noise, noise))
     # |target|^2 = alpha^2 |ref|^2, without building the target array.
-    return _ratio_db(alpha * alpha * ref_energy, float(np.dot(noise, noise)))
+    return _ratio_db(alpha * alpha * ref_energy, noise_energy)
 
 
 def snr(estimate: np.ndarray, reference: np.ndarray) -> float:
@@ -91,11 +113,14 @@ def snr(estimate: np.ndarray, reference: np.ndarray) -> float:
     No scale invariance: a gain change counts as error. Same formula as the Music
     Demixing challenge's per-stem SDR (Solovyev et al. 2023), with no epsilon.
     Clamped to [-120, 120]; a silent reference scores -120, an identical
-    estimate +120, a silent estimate 0.
+    estimate +120, a silent estimate 0. Summed over float64 blocks, as si_sdr.
     """
     est, ref = _as_pair(estimate, reference)
-    error = ref - est
-    ref_energy, error_energy = float(np.dot(ref, ref)), float(np.dot(error, error))
+    ref_energy = error_energy = 0.0
+    for e, r in float64_blocks(est, ref):
+        error = r - e
+        ref_energy += float(np.dot(r, r))
+        error_energy += float(np.dot(error, error))
     _check_finite(ref_energy, error_energy)
     return _ratio_db(ref_energy, error_energy)
 
@@ -106,7 +131,7 @@ def snr(estimate: np.ndarray, reference: np.ndarray) -> float:
 def _require_noisy_input(inputs: MetricInputs) -> None:
     # With no noise the input scores +120 (clamped), so any "improvement" would
     # only measure the clamp.
-    if np.array_equal(inputs.noisy, inputs.clean):
+    if arrays_equal(inputs.noisy, inputs.clean):
         raise MetricUndefined(INPUT_IS_CLEAN)
 
 

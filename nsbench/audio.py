@@ -9,6 +9,7 @@ import numpy as np
 import soundfile
 import soxr
 
+from nsbench.blocks import count_where, spans
 from nsbench.types import Clip, ClipError
 
 # soxr's "HQ" is what librosa's default res_type ("soxr_hq") runs.
@@ -49,12 +50,16 @@ def read_audio(path: str | Path, *, start: int = 0, frames: int = -1) -> tuple[n
     notes = []
     if data.shape[1] > 1:
         notes.append(f"{Path(path).name}: {data.shape[1]} channels downmixed to mono")
-    audio = data.mean(axis=1, dtype=np.float32)
+    # Mono as it was read (the mean of one channel is that channel): no second
+    # copy of a long file.
+    audio = data.reshape(len(data)) if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
     if len(audio) == 0:
         raise ClipError(f"{path} holds no samples")
-    bad = np.flatnonzero(~np.isfinite(audio))
-    if bad.size:
-        raise ClipError(f"{path} contains {bad.size} NaN or Inf samples (the first at sample {bad[0]})")
+    bad = count_where(audio, lambda part: ~np.isfinite(part))
+    if bad:
+        first = next(span.start + int(np.flatnonzero(~np.isfinite(audio[span]))[0])
+                     for span in spans(len(audio)) if not np.isfinite(audio[span]).all())
+        raise ClipError(f"{path} contains {bad} NaN or Inf samples (the first at sample {first})")
     return audio, int(rate), notes
 
 
@@ -75,8 +80,8 @@ def full_scale_note(role: str, audio: np.ndarray) -> str | None:
     """A note when ``audio`` reaches 16-bit full scale (a clipped recording?) or
     goes beyond it (float files can): scored as it is either way, but engines
     that take 16-bit audio clip what lies beyond."""
-    beyond = int(np.count_nonzero(np.abs(audio) > 1.0))
-    at = int(np.count_nonzero((audio >= FULL_SCALE) | (audio <= -1.0))) - beyond
+    beyond = count_where(audio, lambda part: np.abs(part) > 1.0)
+    at = count_where(audio, lambda part: (part >= FULL_SCALE) | (part <= -1.0)) - beyond
     if beyond:
         reach = f"reaches full scale on {at} samples and " if at else ""
         return (

@@ -12,7 +12,9 @@ from typing import Mapping
 
 import numpy as np
 
+from nsbench import blocks
 from nsbench.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
+from nsbench.blocks import arrays_equal
 from nsbench.builtin.metrics.sisdr import si_sdr
 from nsbench.report import BASELINE_ENGINE
 from nsbench.types import Clip
@@ -74,7 +76,7 @@ def output_flags(output: np.ndarray, clip: Clip) -> list[str]:
     if clip.is_separation:
         return []
     flags = []
-    noisy_input = not np.array_equal(clip.noisy, clip.clean)
+    noisy_input = not arrays_equal(clip.noisy, clip.clean)
     if noisy_input and si_sdr(clip.noisy, clip.clean) < NOISY_INPUT_BELOW_DB:
         similarity = si_sdr(output, clip.noisy)
         if similarity >= IDENTICAL_DB:
@@ -97,9 +99,8 @@ def score_flags(scores: Mapping[str, float]) -> list[str]:
 
 
 def energy(audio: np.ndarray) -> float:
-    samples = np.asarray(audio, dtype=np.float64).ravel()
-    return float(np.dot(samples, samples))
+    return blocks.energy(audio)
 
 
 def clipped_samples(audio: np.ndarray) -> int:
-    return int(np.count_nonzero(np.abs(audio) >= CLIPPED_LEVEL))
+    return blocks.count_where(audio, lambda part: np.abs(part) >= CLIPPED_LEVEL)
