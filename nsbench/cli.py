@@ -7,13 +7,14 @@ list so tests call the CLI directly (as museval does).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from tqdm import tqdm
 
@@ -50,6 +51,10 @@ def build_parser(manager) -> argparse.ArgumentParser:
         "--jobs", type=int, default=usable_cores(),
         help=f"worker processes for the clips (default: the {usable_cores()} usable cores; 1 runs serially, e.g. for a GPU model)",
     )
+    parser.add_argument("--executor", choices=("local", "dask"), default="local",
+                        help="local: --jobs worker processes here; dask: tasks on a Dask cluster (--scheduler, "
+                             "or a local cluster of --jobs workers)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: an existing scheduler, e.g. tcp://host:8786")
     parser.add_argument("--seeds", type=parse_seeds, help="run seeded engines once per seed: 0-9, or 0,3,7")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no table at the end")
     cache = parser.add_argument_group("cache (outputs and scores are kept by content, so a rerun or a resumed run recomputes only what is missing)")
@@ -130,6 +135,7 @@ class RunSettings:
     folder: Path  # results/<dataset>
     audio_folder: str | None  # where outputs are written: --output-folder, or report.html's
     cache: cache.Cache | None
+    dask_client: Any = None  # with --executor dask
     warned: set[str] = field(default_factory=set)  # cache warnings already printed
 
     @property
@@ -154,6 +160,25 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     extras = RunExtras(args, folder, dataset, sources, metrics)
     run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)
     settings = RunSettings(args, registry, sources, metrics, folder, extras.audio_folder, run_cache)
+    with executor(args) as settings.dask_client:
+        return run_engines(settings, dataset, engines, extras, shared)
+
+
+@contextlib.contextmanager
+def executor(args: argparse.Namespace) -> Iterator[Any]:
+    """The Dask client with --executor dask, connected before any engine runs
+    (a scheduler that does not answer stops the run before it computes anything)."""
+    if args.executor != "dask":
+        yield None
+        return
+    from nsbench.dask_executor import dask_client
+
+    with dask_client(args.scheduler, args.jobs) as client:
+        yield client
+
+
+def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[EngineSpec], extras: RunExtras, shared: dict[str, Any]) -> int:
+    args, sources, metrics, folder = settings.args, settings.sources, settings.metrics, settings.folder
     results, not_run = [], {}
     interrupted: Interrupted | None = None
     for index, engine in enumerate(engines):
@@ -179,7 +204,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         summary = summarise(records, metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells)
         if compensation:
             summary["alignment"]["compensation"] = compensation
-        info = engine_info(registry.engines.get(engine.name), records, engine_notes)
+        info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes)
         extra = {**shared, "engine_info": info}
         if interrupted:
             extra["interrupted"] = {"signal": interrupted.name, "clips_done": len(records), "clips_planned": planned_runs(engine, sources, args)}
@@ -195,7 +220,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         report = interruption_report(report, interrupted, engine, records, planned_runs(engine, sources, args))
     (folder / "report.md").write_text(report)
     if interrupted:
-        print_interruption(interrupted, folder, engine, records, planned_runs(engine, sources, args), engines[index + 1 :], run_cache)
+        print_interruption(interrupted, folder, engine, records, planned_runs(engine, sources, args), engines[index + 1 :], settings.cache)
         interrupted.reported = True
         raise interrupted
     if not args.quiet:
@@ -215,6 +240,8 @@ def check_arguments(args: argparse.Namespace, dataset: DatasetSpec) -> None:
         raise UserError(f"--limit must be at least 0, got {args.limit}")
     if args.no_cache and args.rerun:
         raise UserError("--rerun replaces what the cache holds, --no-cache leaves it alone: choose one")
+    if args.scheduler and args.executor != "dask":
+        raise UserError("--scheduler is for --executor dask")
 
 
 def run_and_log(
@@ -260,7 +287,10 @@ def run_and_log(
 
 def run_seed(engine: EngineSpec, settings: RunSettings, options: dict[str, Any], engine_notes: list[str]):
     identity = cache_identity(engine, settings, options) if settings.cache else None
-    return run_engine(engine, options, settings.sources, settings.metrics, engine_notes, settings.args.jobs, settings.cache, identity)
+    return run_engine(
+        engine, options, settings.sources, settings.metrics, engine_notes, settings.args.jobs, settings.cache, identity,
+        settings.dask_client,
+    )
 
 
 def cache_identity(engine: EngineSpec, settings: RunSettings, options: dict[str, Any]) -> cache.Identity:

@@ -130,6 +130,7 @@ def run_engine(
     jobs: int = 1,
     cache: Cache | None = None,
     identity: Identity | None = None,
+    dask_client: Any = None,
 ) -> Iterator[Outcome]:
     """Run one engine over every clip, in order. A clip that fails is recorded
     with its reason and the loop goes on. An engine that cannot be built raises
@@ -142,7 +143,10 @@ def run_engine(
 
     With a ``cache`` (and the run's ``identity``), clips whose output and
     scores are all stored come from it first, and the engine is built only if
-    some clip still needs it; what is computed is stored as it comes."""
+    some clip still needs it; what is computed is stored as it comes.
+
+    With a ``dask_client`` (nsbench.dask_executor), the clips run as tasks on
+    its cluster, again in clip order."""
     run = EngineRun(spec, options, metrics, cache if identity else None, identity)
     stored = complete_in_cache(run, sources)
     missing = [source for index, source in enumerate(sources) if index not in stored]
@@ -157,7 +161,12 @@ def run_engine(
             raise
         except ENGINE_FAULTS as error:
             raise UserError(f"engine '{spec.name}' could not start: {type(error).__name__}: {error}") from error
-        if jobs > 1 and len(missing) > 1 and parallel_possible(missing, holder.notes):
+        if dask_client is not None and sources_pickle(missing, holder.notes):
+            from nsbench.dask_executor import run_on_dask
+
+            holder.discard()
+            computed = run_on_dask(dask_client, run, missing, holder.notes)
+        elif jobs > 1 and len(missing) > 1 and parallel_possible(missing, holder.notes):
             # The parent's build checked that the engine starts (and measured
             # what it measures); the workers build their own.
             holder.discard()
@@ -201,6 +210,10 @@ def parallel_possible(sources: Sequence[ClipSource], notes: list[str]) -> bool:
     if "fork" not in multiprocessing.get_all_start_methods():
         notes.append("ran serially: this platform cannot fork worker processes")
         return False
+    return sources_pickle(sources, notes)
+
+
+def sources_pickle(sources: Sequence[ClipSource], notes: list[str]) -> bool:
     try:
         pickle.dumps(sources[0])
     except Exception as error:
@@ -440,7 +453,14 @@ def fault_text(error: BaseException) -> str:
 
 
 def padded(audio: np.ndarray, count: int) -> np.ndarray:
-    return np.concatenate([audio, np.zeros(count, dtype=np.float32)]).astype(np.float32)
+    """A float32 copy of ``audio`` with ``count`` zeros appended. Always a
+    copy, so an engine that works in place cannot change the clip; only one
+    (a long file's clip is not copied twice)."""
+    if count == 0:
+        return np.array(audio, dtype=np.float32)
+    result = np.zeros(len(audio) + count, dtype=np.float32)
+    result[: len(audio)] = audio
+    return result
 
 
 def cpu_seconds() -> float:

@@ -1,0 +1,109 @@
+"""``--executor dask``: clips run as tasks on a Dask cluster (dask.distributed).
+
+With ``--scheduler ADDRESS`` the run uses an existing cluster; without one it
+starts a local cluster of ``--jobs`` single-threaded worker processes and stops
+it at the end. Each worker builds an engine once per run and keeps it for the
+run's clips; the parent closes them on every worker when the engine is done.
+
+A worker that dies takes its clip with it: the scheduler gives the clip to
+another worker once (``distributed.scheduler.allowed-failures`` is 1 on a local
+cluster; an existing scheduler keeps its own setting), then the clip is
+recorded as failed and the run goes on.
+
+Workers need nsbench, the engines' packages and the plugins importable; a
+plugin given by file path (``--plugin file.py``) is sent by value. The cache
+(nsbench.cache) is written where each worker runs: on a remote cluster, point
+``NSBENCH_CACHE`` at a shared filesystem for runs to resume there.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import uuid
+from typing import Any, Iterator, Sequence
+
+from nsbench.types import ClipRecord, ClipSource, UserError
+
+CONNECT_TIMEOUT = "5s"
+LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"
+
+# Engines built on this worker, by run token: (holder, run).
+_holders: dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
+    """A connected client: to ``scheduler``, or to a local cluster started here."""
+    try:
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError as error:
+        raise UserError(f"--executor dask needs dask.distributed ({error}): pip install distributed") from error
+    send_local_plugins_by_value()
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError) as error:
+            raise UserError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT}: {error}") from error
+        with client:
+            yield client
+        return
+    # One retry elsewhere for a clip whose worker died, then it fails.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        with cluster, Client(cluster, set_as_default=False) as client:
+            yield client
+
+
+def send_local_plugins_by_value() -> None:
+    """Plugins loaded from a file are not importable on the workers."""
+    import cloudpickle
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith(LOCAL_PLUGIN_PREFIX):
+            cloudpickle.register_pickle_by_value(module)
+
+
+def run_on_dask(client: Any, run: Any, sources: Sequence[ClipSource], notes: list[str]) -> Iterator[Any]:
+    """The clips' outcomes, in clip order."""
+    from distributed import KilledWorker
+
+    from nsbench.runner import Outcome
+
+    token = uuid.uuid4().hex
+    futures = client.map(work_on_worker, sources, token=token, run=run, pure=False)
+    try:
+        for source, future in zip(sources, futures):
+            try:
+                outcome, worker_notes = future.result()
+            except KilledWorker as error:
+                outcome, worker_notes = Outcome(killed(run, source, error), None, 0), []
+            notes.extend(note for note in worker_notes if note not in notes)
+            yield outcome
+    finally:
+        client.cancel(futures)
+        with contextlib.suppress(Exception):  # a cluster going away has nothing left to close
+            client.run(close_on_worker, token)
+
+
+def work_on_worker(source: ClipSource, token: str, run: Any) -> tuple[Any, list[str]]:
+    from nsbench.runner import EngineHolder, run_clip
+
+    if token not in _holders:
+        _holders[token] = EngineHolder(run.spec, run.options)
+    holder = _holders[token]
+    return run_clip(holder, source, run), holder.all_notes()
+
+
+def close_on_worker(token: str) -> None:
+    holder = _holders.pop(token, None)
+    if holder is not None:
+        holder.discard()
+
+
+def killed(run: Any, source: ClipSource, error: Exception) -> ClipRecord:
+    return ClipRecord(
+        engine=run.spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=run.options.get("seed"),
+        error=f"the Dask workers running this clip died, twice or more ({error}): a crash in the engine's native code, "
+        "or the system killed them",
+    )

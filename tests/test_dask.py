@@ -1,0 +1,98 @@
+"""--executor dask: the same numbers as a serial run and --jobs 2 on a local
+cluster of real worker processes; a scheduler that does not answer; a worker
+that dies."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from nsbench.cli import main
+
+from conftest import tone_and_noise, write_wav
+from test_parallel import TIMING
+
+pytest.importorskip("distributed")
+
+# A plugin given by file path: the workers cannot import it, so it goes by value.
+PLUGIN = textwrap.dedent(
+    """
+    import os
+    from nsbench.hookspecs import hookimpl
+    from nsbench.types import EngineSpec
+
+    class Quieter:
+        sample_rate, delay = 16000, 0
+        def process(self, audio):
+            if len(audio) == int(os.environ.get("DIE_ON_LENGTH", "-1")):
+                os._exit(1)  # a crash in native code, as far as the worker can tell
+            return 0.7 * audio
+        def close(self):
+            pass
+
+    @hookimpl
+    def register_engines(register):
+        register(EngineSpec(name="quieter", factory=lambda options: Quieter(), description="0.7x", sample_rate=16000, delay=0))
+    """
+)
+
+
+def rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def without_timing(row):
+    return row["clip_id"], {k: v for k, v in row["scores"].items() if k not in TIMING}, row["undefined"], row["error"], row["flags"]
+
+
+def test_serial_jobs_and_a_local_dask_cluster_give_identical_numbers(tmp_path):
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(PLUGIN)
+    common = ["--plugin", str(plugin), "--engine", "quieter", "--engine", "speex", "--limit", "8", "--no-cache",
+              "--quiet", "--no-plots", "--no-html"]
+    runs = {"serial": ["--jobs", "1"], "jobs": ["--jobs", "2"], "dask": ["--executor", "dask", "--jobs", "3"]}
+    for name, flags in runs.items():
+        assert main([*common, *flags, "--results-folder", str(tmp_path / name)]) == 0
+    for engine in ("passthrough", "quieter", "speex"):
+        serial, *others = ([without_timing(row) for row in rows(tmp_path / name / "demo" / f"{engine}.clips.jsonl")] for name in runs)
+        assert len(serial) == 8 and all(row[3] is None for row in serial)
+        assert all(other == serial for other in others), engine
+        summaries = [json.loads((tmp_path / name / "demo" / f"{engine}.json").read_text())["metrics"] for name in runs]
+        for metric in set(summaries[0]) - TIMING:
+            assert summaries[0][metric] == summaries[1][metric] == summaries[2][metric], (engine, metric)
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line_and_nothing_runs(tmp_path, capsys):
+    code = main(["--engine", "speex", "--limit", "2", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9",
+                 "--results-folder", str(tmp_path / "results"), "--quiet", "--no-cache"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("nsbench: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 within ")
+    assert not (tmp_path / "results" / "demo").exists() or not any((tmp_path / "results" / "demo").glob("*.json"))
+
+
+def test_scheduler_without_dask_executor_is_refused(capsys):
+    assert main(["--scheduler", "tcp://127.0.0.1:9", "--limit", "1"]) == 2
+    assert "--scheduler is for --executor dask" in capsys.readouterr().err
+
+
+def test_a_clip_whose_worker_dies_twice_fails_and_the_others_score(tmp_path, monkeypatch):
+    """A real worker process exits in the engine on one clip; the scheduler
+    retries that clip once on another worker, then it is recorded as failed."""
+    data = tmp_path / "data"
+    for index in range(4):
+        clean, noise = tone_and_noise(index, seconds=0.5 + 0.1 * index)
+        write_wav(data / "clean" / f"utt{index}.wav", clean, 16000)
+        write_wav(data / "noisy" / f"utt{index}.wav", clean + noise, 16000)
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(PLUGIN)
+    monkeypatch.setenv("DIE_ON_LENGTH", str(len(tone_and_noise(2, seconds=0.7)[0])))
+    results = tmp_path / "results"
+    assert main(["--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder", "--data-folder", str(data),
+                 "--metric", "si_sdr", "--executor", "dask", "--jobs", "2", "--results-folder", str(results),
+                 "--quiet", "--no-plots", "--no-html", "--no-cache"]) == 0
+    records = {row["clip_id"]: row for row in rows(results / "folder" / "quieter.clips.jsonl")}
+    assert sorted(records) == ["utt0", "utt1", "utt2", "utt3"]
+    assert records["utt2"]["error"].startswith("the Dask workers running this clip died, twice or more")
+    assert all(records[clip]["error"] is None and "si_sdr" in records[clip]["scores"] for clip in ("utt0", "utt1", "utt3"))
