@@ -37,11 +37,20 @@ SILENT_BELOW_VOICE_DB = 60.0
 # input, flags the clip.
 CLIPPED_LEVEL = 0.999
 CLIPPED_SHARE = 0.001
-# Voice level below this (dB) while the gain (SI-SDRi) is positive: the
-# engine removed noise by turning the voice down too.
-VOICE_DROP_DB = -1.0
+# A voice level drop beyond this (dB) while the gain (SI-SDRi) is positive:
+# the engine removed noise by turning the voice down too. --voice-drop-db.
+VOICE_DROP_DB = 1.0
 
-# Flag name -> what it means, in report order.
+
+def flag_descriptions(voice_drop_db: float = VOICE_DROP_DB) -> dict[str, str]:
+    """Flag name -> what it means, in report order."""
+    return {**FLAGS, "voice_level_drop": voice_drop_text(voice_drop_db)}
+
+
+def voice_drop_text(voice_drop_db: float) -> str:
+    return f"voice level below {-voice_drop_db:g} dB while SI-SDRi is positive: the voice was turned down"
+
+
 FLAGS = {
     "identical_to_input": f"output equals the input up to a gain (SI-SDR against the input >= {IDENTICAL_DB:g} dB): a collapsed model",
     "barely_changed": (
@@ -51,7 +60,7 @@ FLAGS = {
     "silent": f"output is silent: more than {SILENT_BELOW_VOICE_DB:g} dB below the clean voice",
     "clipped": f"more than {CLIPPED_SHARE:.1%} of output samples at |x| >= {CLIPPED_LEVEL}, and more than in the input",
     "nan_inf": "output holds NaN or Inf samples (the clip failed)",
-    "voice_level_drop": f"voice level below {VOICE_DROP_DB:g} dB while SI-SDRi is positive: the voice was turned down",
+    "voice_level_drop": voice_drop_text(VOICE_DROP_DB),
 }
 # Flags that are the definition of an engine, not a fault: listed apart.
 EXPECTED_FLAGS = {
@@ -91,9 +100,9 @@ def output_flags(output: np.ndarray, clip: Clip) -> list[str]:
     return flags
 
 
-def score_flags(scores: Mapping[str, float]) -> list[str]:
+def score_flags(scores: Mapping[str, float], voice_drop_db: float = VOICE_DROP_DB) -> list[str]:
     """Flags read from the clip's scores (checked only where both were computed)."""
-    if scores.get("voice_level_db", 0.0) < VOICE_DROP_DB and scores.get("si_sdri", 0.0) > 0.0:
+    if scores.get("voice_level_db", 0.0) < -voice_drop_db and scores.get("si_sdri", 0.0) > 0.0:
         return ["voice_level_drop"]
     return []
 

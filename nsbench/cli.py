@@ -201,7 +201,7 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
                 break
         if not results:  # input notes are the same for every engine: say them once
             print_clip_notes(records)
-        summary = summarise(records, metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells)
+        summary = summarise(records, metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells, args.voice_drop_db)
         if compensation:
             summary["alignment"]["compensation"] = compensation
         info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes)

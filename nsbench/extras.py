@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import soundfile
 
-from nsbench import compare
+from nsbench import checks, compare
 from nsbench.report import file_stem, write_json
 from nsbench.summary import compare_with_baselines, compared_metrics
 from nsbench.types import ClipError, ClipRecord, ClipSource, DatasetSpec, MetricSpec
@@ -43,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"exit code {compare.EXIT_REGRESSION} if an engine got worse beyond the tolerances")
     parser.add_argument("--compare-tolerance", action="append", default=[], metavar="[METRIC=]VALUE",
                         help="tolerance for --compare: 0.1 for every metric, or stoi=0.01 for one (repeatable)")
+    parser.add_argument("--voice-drop-db", type=float, default=checks.VOICE_DROP_DB, metavar="DB",
+                        help=f"flag clips whose voice level drops by more than DB while SI-SDRi is positive (default {checks.VOICE_DROP_DB:g})")
     parser.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
     parser.add_argument("--no-html", action="store_true", help="do not write report.html and its audio")
 

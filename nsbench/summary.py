@@ -142,6 +142,7 @@ def summarise(
     cell_keys: Sequence[str],
     headline: str = "si_sdri",
     pooled_cells: Mapping[str, Sequence[str]] = {},
+    voice_drop_db: float = checks.VOICE_DROP_DB,
 ) -> dict[str, Any]:
     """Overall and per-cell statistics for one engine's records.
 
@@ -167,7 +168,7 @@ def summarise(
         "worst_cell": worst_cell([row for row in cell_rows if not row.get("pooled")], metrics, headline),
         **realtime_totals(records),
         "alignment": alignment_summary(records),
-        **flag_summary(records),
+        **flag_summary(records, voice_drop_db),
         **listening_picks(records, headline_spec(metrics, headline)),
     }
 
@@ -272,12 +273,12 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def flag_summary(records: Sequence[ClipRecord]) -> dict[str, dict[str, Any]]:
+def flag_summary(records: Sequence[ClipRecord], voice_drop_db: float = checks.VOICE_DROP_DB) -> dict[str, dict[str, Any]]:
     """Per raised flag, its meaning and the clips. Flags that define the engine
     (the baseline passes its input through) go under ``expected_flags``."""
     expected = checks.EXPECTED_FLAGS.get(records[0].engine, {}) if records else {}
     flags, expected_flags = {}, {}
-    for name, description in checks.FLAGS.items():
+    for name, description in checks.flag_descriptions(voice_drop_db).items():
         clips = [r.run_id for r in records if name in r.flags]
         if not clips:
             continue

@@ -197,3 +197,13 @@ def test_two_identical_engines_are_reported_not_distinguishable(faulty_run):
     assert [cell["verdict"] for cell in comparison["cells"] if cell["n"]] == ["not distinguishable"] * 24
     row = next(line for line in faulty_run["report.md"].splitlines() if line.startswith("| identity | passthrough | si_sdri |"))
     assert row.endswith("| 0.000 | 1.000 | not distinguishable | not distinguishable in 24 cells |")
+
+
+def test_voice_drop_threshold_is_an_option(tmp_path, monkeypatch):
+    """QuietVoice turns the voice down 6 dB: flagged under a 5 dB threshold,
+    not under 7, and the flag's text gives the threshold used."""
+    flagged = run(tmp_path / "at5", monkeypatch, "quiet-voice", extra=("--voice-drop-db", "5"))["quiet-voice"]
+    assert flagged["flags"]["voice_level_drop"]["description"].startswith("voice level below -5 dB ")
+    assert flagged["flags"]["voice_level_drop"]["clips"]
+    kept = run(tmp_path / "at7", monkeypatch, "quiet-voice", extra=("--voice-drop-db", "7"))["quiet-voice"]
+    assert "voice_level_drop" not in kept["flags"]
