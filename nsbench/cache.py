@@ -41,6 +41,7 @@ HARNESS_SOURCES = ("runner.py", "audio.py")
 CHECK_SOURCES = ("checks.py", "alignment.py")
 RUNS_FOLDER = "runs"  # under the cache root; the demo set and remixes have their own
 CHECKS_ENTRY = "checks"
+ENGINES_FOLDER = "engines"  # an empty file per engine identity with outputs stored
 
 
 def cache_root() -> Path:
@@ -154,6 +155,27 @@ class Cache:
         self.folder = Path(root) / RUNS_FOLDER
         self.read = read
         self.warnings: list[str] = []
+        self._marked: set[str] = set()
+
+    # ----------------------------------------------------------------- engines
+
+    def knows(self, engine: str) -> bool:
+        """Whether any output of this engine identity was ever stored: if not,
+        no clip can be in the cache, and a run need not look clip by clip
+        (which costs loading every clip once more)."""
+        return self.read and (self.folder / ENGINES_FOLDER / engine).exists()
+
+    def mark(self, engine: str) -> None:
+        """Notes that outputs of this engine identity are stored (once per process)."""
+        if engine in self._marked:
+            return
+        try:
+            marker = self.folder / ENGINES_FOLDER / engine
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            self._marked.add(engine)
+        except OSError as error:
+            self.warnings.append(f"cannot write to the cache {self.folder}: {error.strerror or error}; going on without it")
 
     # ----------------------------------------------------------------- outputs
 

@@ -183,7 +183,7 @@ def run_engine(
 def complete_in_cache(run: EngineRun, sources: Sequence[ClipSource]) -> dict[int, Outcome]:
     """The clips whose output and every score are in the cache, by index,
     served from it. Only these: a clip that would need the engine is left out."""
-    if run.cache is None:
+    if run.cache is None or not run.cache.knows(run.identity.engine):
         return {}
     holder = EngineHolder(run.spec, run.options, may_build=False)
     stored = {}
@@ -374,6 +374,7 @@ def produce(holder: EngineHolder, clip: Clip, run: EngineRun, key: str, record: 
         cached = CachedOutput(*process(holder, clip))
         if run.cache:
             run.cache.put_output(key, cached)
+            run.cache.mark(run.identity.engine)
     record.cpu_seconds, record.wall_seconds, record.delay = cached.cpu_seconds, cached.wall_seconds, cached.delay
     return cached.audio
 
