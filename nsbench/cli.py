@@ -204,6 +204,9 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
         summary = summarise(records, metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells, args.voice_drop_db)
         if compensation:
             summary["alignment"]["compensation"] = compensation
+        cached = sum(record.from_cache for record in records)
+        if cached:
+            engine_notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
         info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes)
         extra = {**shared, "engine_info": info}
         if interrupted:

@@ -112,6 +112,9 @@ def test_a_second_run_computes_nothing_and_gives_the_same_numbers(setup, tmp_pat
     assert calls(log, "engine") == [] and calls(log, "metric") == []
     first, second = clip_lines(tmp_path / "first"), clip_lines(tmp_path / "second")
     assert [row["from_cache"] for row in first] == [False] * CLIPS and [row["from_cache"] for row in second] == [True] * CLIPS
+    note = f"{CLIPS} of {CLIPS} outputs from the cache, with the timings of the run that made them"
+    assert note in json.loads((tmp_path / "second" / "folder" / "halving.json").read_text())["engine_info"]["notes"]
+    assert f"{note}." in (tmp_path / "second" / "folder" / "report.md").read_text()
     # The same numbers, timings included (they are the first run's).
     for row in first + second:
         row.pop("from_cache")
