@@ -18,6 +18,7 @@ plugin given by file path (``--plugin file.py``) is sent by value. The cache
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import uuid
 from typing import Any, Iterator, Sequence
@@ -50,9 +51,21 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
         return
     # One retry elsewhere for a clip whose worker died, then it fails.
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        with sigint_ignored():  # inherited: a Ctrl-C reaches only this process, which stops the workers
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         with cluster, Client(cluster, set_as_default=False) as client:
             yield client
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """The terminal sends Ctrl-C to every process of the run; worker
+    processes started meanwhile ignore it (each would print a traceback)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def send_local_plugins_by_value() -> None:

@@ -96,3 +96,52 @@ def test_a_clip_whose_worker_dies_twice_fails_and_the_others_score(tmp_path, mon
     assert sorted(records) == ["utt0", "utt1", "utt2", "utt3"]
     assert records["utt2"]["error"].startswith("the Dask workers running this clip died, twice or more")
     assert all(records[clip]["error"] is None and "si_sdr" in records[clip]["scores"] for clip in ("utt0", "utt1", "utt3"))
+
+
+def test_ctrl_c_during_a_dask_run_stops_it_cleanly(tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C: the workers
+    ignore it, the parent stops them, keeps the clips done and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO_ROOT
+
+    data = tmp_path / "data"
+    for index in range(30):
+        clean, noise = tone_and_noise(index, seconds=0.5)
+        write_wav(data / "clean" / f"utt{index:02d}.wav", clean, 16000)
+        write_wav(data / "noisy" / f"utt{index:02d}.wav", clean + noise, 16000)
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(PLUGIN.replace("return 0.7 * audio", "time.sleep(0.3); return 0.7 * audio").replace("import os", "import os, time"))
+    results = tmp_path / "results"
+    command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder",
+               "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--jobs", "2",
+               "--results-folder", str(results), "--quiet", "--no-plots", "--no-html"]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                               start_new_session=True)
+    log = results / "folder" / "quieter.clips.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.is_file() and len(log.read_text().splitlines()) >= 3):
+        assert process.poll() is None and time.monotonic() < deadline, "the run ended or stalled"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert stderr.splitlines()[0].startswith("nsbench: interrupted by SIGINT during quieter, after ")
+    done = rows(log)
+    assert 3 <= len(done) < 30 and all(row["error"] is None for row in done)
+    # The workers end with the run (they may take a moment to notice).
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        left = subprocess.run(["ps", "-o", "pid,etime,args", "-g", str(process.pid)], capture_output=True, text=True).stdout
+        raise AssertionError(f"processes left after the run:\n{left}")
