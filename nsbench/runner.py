@@ -13,6 +13,7 @@ import multiprocessing.util
 import os
 import pickle
 import signal
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -22,7 +23,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import psutil
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from nsbench import checks
 from nsbench.audio import fit_length, resample
@@ -347,14 +348,34 @@ def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcom
         output = produce(holder, clip, run, key, record)
         # One BLAS thread: on 4-second clips BLAS threads cost more than they save
         # (STOI and ESTOI took 30% more CPU with two), and with --jobs the workers
-        # already keep every core busy. Entered once per clip: it costs ~4 ms.
-        with threadpool_limits(limits=1):
+        # already keep every core busy.
+        with one_blas_thread():
             score_and_check(clip, output, run, key, record)
     except ClipError as error:
         record.error = str(error)
         record.flags = ["nan_inf"] if isinstance(error, NonFiniteOutput) else []
         return Outcome(record, None, 0, cache_warnings(run))
     return Outcome(record, output, clip.sample_rate, cache_warnings(run))
+
+
+class OneBlasThread:
+    """threadpoolctl's limit to one thread, without listing the loaded
+    libraries on every clip (threadpool_limits does: 1.5 to 4 ms a clip). The
+    list is made again only when modules were imported since, which may have
+    loaded another BLAS."""
+
+    def __init__(self) -> None:
+        self._controller: ThreadpoolController | None = None
+        self._modules_seen = -1
+
+    def __call__(self):
+        if len(sys.modules) != self._modules_seen:
+            self._controller = ThreadpoolController()
+            self._modules_seen = len(sys.modules)
+        return self._controller.limit(limits=1)
+
+
+one_blas_thread = OneBlasThread()
 
 
 def cache_warnings(run: EngineRun) -> list[str]:

@@ -299,3 +299,20 @@ def test_passthrough_at_48k_is_the_input_bit_for_bit():
     [outcome] = run_engine(engine_spec(lambda o: Passthrough(), rate=None), {}, [in_memory_source("hi-res", clean + noise, clean, 48000)], metrics("si_sdri"))
     np.testing.assert_array_equal(outcome.output, clean + noise)
     assert outcome.record.delay == "0 samples at 48000 Hz" and outcome.record.scores["si_sdri"] == 0.0
+
+
+def test_metrics_run_with_one_blas_thread_on_every_clip():
+    """Scores are computed with BLAS limited to one thread, also after a
+    metric imported a module mid-run (the limit then lists libraries again)."""
+    from threadpoolctl import threadpool_info
+
+    from nsbench.types import MetricSpec
+
+    def blas_threads(inputs):
+        import json  # noqa: F401  (a new import changes sys.modules on the first clip)
+
+        return max((pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"), default=1)
+
+    spec = MetricSpec(name="blas_threads", func=blas_threads, unit="", higher_is_better=True, description="", ignores="")
+    outcomes = list(run_engine(engine_spec(lambda o: Passthrough()), {}, sources(3), [spec]))
+    assert [o.record.scores["blas_threads"] for o in outcomes] == [1, 1, 1]
