@@ -33,6 +33,16 @@ There a band row is one value and zeros, its normalised column is nearly
 constant, and one last bit in a band energy moves the score by up to ~1e-5;
 pystoi's own score there moves by as much between one and two BLAS threads,
 and by ~1e-3 between random states.
+
+pystoi holds the whole clip's complex STFT and (ESTOI) all its 30-frame
+segments at once: ~40x the float32 audio, 8-10 GB for an hour at 16 kHz. Clips
+over ``WHOLE_CLIP_SAMPLES`` at 10 kHz (~105 s) therefore go block by block
+(``_blockwise_steps``): the same frames, band energies, segments and ESTOI
+noise, so the same score but for the order of the final sum (~1e-16). Only the
+two 10 kHz float64 signals (2.5x the 16 kHz float32 audio) and their band
+energies (~0.3x) are held whole; resampling one signal peaks at ~4.5x, and a
+block adds ~100 MB whatever the length. Shorter clips take the steps above,
+bit for bit as before.
 """
 from __future__ import annotations
 
@@ -63,6 +73,11 @@ NOT_A_NUMBER = (
 # can never have them (under 257 pystoi raises an AxisError instead of warning).
 PYSTOI_RATE = 10000
 MAX_TOO_SHORT = 256 + 30 * 128
+# Clips longer than this at 10 kHz (~105 s) are scored block by block of this many
+# 256-sample frames (~52 s), in memory bounded by the block rather than the clip;
+# shorter ones exactly as before. See _blockwise_steps.
+WHOLE_CLIP_SAMPLES = 2**20
+BLOCK_FRAMES = 4096
 
 
 def samples_at_pystoi_rate(length: int, sample_rate: int) -> int:
@@ -81,16 +96,15 @@ def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended
     before calling it when the clip is too short to ever have them, and when
     it returns NaN (ESTOI of a constant output).
     """
-    clean64 = np.asarray(clean, dtype=np.float64)
-    processed64 = np.asarray(processed, dtype=np.float64)
-    if samples_at_pystoi_rate(len(clean64), sample_rate) <= MAX_TOO_SHORT:
+    clean, processed = np.asarray(clean), np.asarray(processed)  # widened one at a time below
+    if samples_at_pystoi_rate(len(clean), sample_rate) <= MAX_TOO_SHORT:
         raise MetricUndefined(
-            f"the clip lasts {1000 * len(clean64) / sample_rate:.1f} ms; STOI needs more than "
+            f"the clip lasts {1000 * len(clean) / sample_rate:.1f} ms; STOI needs more than "
             f"{1000 * MAX_TOO_SHORT / PYSTOI_RATE:.1f} ms (30 frames of pystoi's at 10 kHz)"
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        score = _pystoi_steps(clean64, processed64, sample_rate, extended)
+        score = _pystoi_steps(clean, processed, sample_rate, extended)
     if score is None:
         raise MetricUndefined(TOO_FEW_FRAMES)
     if not np.isfinite(score):  # its divide-by-zero warnings say nothing more
@@ -107,13 +121,16 @@ def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool) -> floa
     """
     # heavy-ish (scipy); only when the metric runs
     from pystoi import utils
-    from pystoi.stoi import BETA, DYN_RANGE, FS, N, N_FRAME, NFFT, OBM
+    from pystoi.stoi import DYN_RANGE, N, N_FRAME, NFFT, OBM
 
     if x.shape != y.shape:
         raise ValueError(f"x and y should have the same length, found {x.shape} and {y.shape}")
-    if fs != FS:
-        x = utils.resample_oct(x, FS, fs)
-        y = utils.resample_oct(y, FS, fs)
+    # float64 as pystoi's caller passes (scipy's upfirdn widens to float64 anyway);
+    # one signal at a time, so only one float64 copy of the input exists at once
+    x = _at_pystoi_rate(x, fs)
+    y = _at_pystoi_rate(y, fs)
+    if len(x) > WHOLE_CLIP_SAMPLES:
+        return _blockwise_steps(x, y, extended, BLOCK_FRAMES)
     x, y = utils.remove_silent_frames(x, y, DYN_RANGE, N_FRAME, int(N_FRAME / 2))
     x_spec = utils.stft(x, N_FRAME, NFFT, overlap=2)  # frames x bins
     y_spec = utils.stft(y, N_FRAME, NFFT, overlap=2)
@@ -124,11 +141,15 @@ def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool) -> floa
 
     if extended:
         noise = np.random.RandomState(0)  # pystoi's draws after np.random.seed(0)
-        x_n = _row_col_normalize(x_segments, noise)
-        y_n = _row_col_normalize(y_segments, noise)
-        return np.sum(x_n * y_n / N) / x_n.shape[0]
+        return _estoi_sum(x_segments, y_segments, (noise,) * 4) / x_segments.shape[0]
+    return _stoi_sum(x_segments, y_segments) / (x_segments.shape[0] * x_segments.shape[1])
 
-    # pystoi's STOI lines, unchanged
+
+def _stoi_sum(x_segments: np.ndarray, y_segments: np.ndarray) -> float:
+    """The sum of STOI's correlations over segments x bands (pystoi's STOI lines, unchanged)."""
+    from pystoi import utils
+    from pystoi.stoi import BETA
+
     normalization_consts = (
         np.linalg.norm(x_segments, axis=2, keepdims=True)
         / (np.linalg.norm(y_segments, axis=2, keepdims=True) + utils.EPS))
@@ -140,7 +161,117 @@ def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool) -> floa
     y_primes /= (np.linalg.norm(y_primes, axis=2, keepdims=True) + utils.EPS)
     x_segments /= (np.linalg.norm(x_segments, axis=2, keepdims=True) + utils.EPS)
     correlations_components = y_primes * x_segments
-    return np.sum(correlations_components) / (x_segments.shape[0] * x_segments.shape[1])
+    return np.sum(correlations_components)
+
+
+def _estoi_sum(x_segments: np.ndarray, y_segments: np.ndarray, noise: tuple) -> float:
+    """The sum of ESTOI's per-segment correlations (pystoi's lines).
+
+    ``noise`` holds the generators of pystoi's four draws, in its order: x's
+    row and column noise, then y's.
+    """
+    from pystoi.stoi import N
+
+    x_n = _row_col_normalize(x_segments, noise[0], noise[1])
+    y_n = _row_col_normalize(y_segments, noise[2], noise[3])
+    return np.sum(x_n * y_n / N)
+
+
+def _draw_starts(draw_size: int, draws: int = 4) -> tuple:
+    """``RandomState(0)`` generators at the start of each of ``draws`` successive
+    draws of ``draw_size`` normals: what ``_pystoi_steps`` draws for the whole
+    clip at once, drawn a block at a time. The legacy normals come in cached
+    pairs, but the state carries the cache, so drawing in pieces gives the same
+    stream; skipping to the starts costs (draws - 1) * draw_size normals.
+    """
+    stream = np.random.RandomState(0)
+    starts = []
+    for draw in range(draws):
+        if draw:
+            for left in range(draw_size, 0, -2**20):
+                stream.standard_normal(min(left, 2**20))
+        start = np.random.RandomState(0)
+        start.set_state(stream.get_state())
+        starts.append(start)
+    return tuple(starts)
+
+
+def _at_pystoi_rate(signal: np.ndarray, fs: int) -> np.ndarray:
+    """``signal`` as float64 at 10 kHz, through pystoi's resampler."""
+    from pystoi import utils
+    from pystoi.stoi import FS
+
+    signal = np.asarray(signal, dtype=np.float64)
+    return utils.resample_oct(signal, FS, fs) if fs != FS else signal
+
+
+def _blockwise_steps(x: np.ndarray, y: np.ndarray, extended: bool, block_frames: int) -> float | None:
+    """``_pystoi_steps`` after resampling, over blocks of ``block_frames`` frames.
+
+    The same frames, band energies and segments as the whole-clip steps:
+
+    * silent frames: the energies of all of pystoi's 256-sample frames (hop 128)
+      first, block by block, and the mask against their global maximum;
+    * STFT: pystoi's STFT frame m of the overlap-added kept frames spans the
+      128-sample chunks m and m + 1, and chunk j is the first half of kept frame
+      j plus the second half of kept frame j - 1 (one addition either way). So STFT
+      frames [a, b) come from overlap-adding kept frames a - 1 .. b and dropping
+      the first, incomplete chunk: the same samples, the same bits. Their 1/3-octave
+      band energies (15 x 8 bytes a frame, ~34 MB an hour) are kept whole;
+    * segments: blocks of ``block_frames`` band-energy frames overlapping by
+      N - 1 = 29, so each 30-frame segment is computed once; the sums of the
+      correlations add up over blocks and divide by their count at the end.
+
+    ESTOI's noise is the whole-clip computation's, element for element: four
+    generators start where its four draws of the whole clip's noise start
+    (``_draw_starts``) and each block takes its segments' share of each. So
+    every segment's correlation has the same bits as in the whole-clip steps,
+    and the score differs from theirs only by the order of the final sum over
+    segments (a few 1e-16, tests/test_metrics.py).
+    """
+    from pystoi import utils
+    from pystoi.stoi import DYN_RANGE, N, N_FRAME, NFFT, OBM
+
+    if block_frames < N:
+        raise ValueError(f"block_frames must be at least {N}, got {block_frames}")
+    hop = N_FRAME // 2
+    window = np.hanning(N_FRAME + 2)[1:-1]
+    n_frames = len(range(0, len(x) - N_FRAME, hop))  # pystoi's framing
+    x_frames = np.lib.stride_tricks.sliding_window_view(x, N_FRAME)[::hop][:n_frames]
+    y_frames = np.lib.stride_tricks.sliding_window_view(y, N_FRAME)[::hop][:n_frames]
+
+    energies = np.empty(n_frames)
+    for a in range(0, n_frames, block_frames):
+        frames = window * x_frames[a: a + block_frames]
+        energies[a: a + len(frames)] = 20 * np.log10(np.linalg.norm(frames, axis=1) + utils.EPS)
+    kept = np.flatnonzero((np.max(energies) - DYN_RANGE - energies) < 0)
+    del energies
+
+    n_stft = len(kept) - 1  # pystoi's STFT of the (len(kept) + 1) * 128 overlap-added samples
+    if n_stft < N:
+        return None
+    x_tob = np.empty((len(OBM), n_stft))
+    y_tob = np.empty((len(OBM), n_stft))
+    for a in range(0, n_stft, block_frames):
+        b = min(a + block_frames, n_stft)
+        first = max(a - 1, 0)
+        rows = kept[first: b + 1]
+        for frames, tob in ((x_frames, x_tob), (y_frames, y_tob)):
+            chunks = utils._overlap_and_add(window * frames[rows], hop)[(a - first) * hop:]
+            tob[:, a:b] = _third_octave_bands(utils.stft(chunks, N_FRAME, NFFT, overlap=2), OBM)
+
+    n_segments = n_stft - N + 1
+    noise = _draw_starts(n_segments * len(OBM) * N) if extended else ()
+    total = 0.0
+    for s in range(0, n_segments, block_frames - (N - 1)):
+        frames = slice(s, min(s + block_frames, n_stft))  # N - 1 frames shared with the next block
+        x_segments = _segments(x_tob[:, frames], N)
+        y_segments = _segments(y_tob[:, frames], N)
+        if extended:
+            total += float(_estoi_sum(x_segments, y_segments, noise))
+        else:
+            total += float(_stoi_sum(x_segments, y_segments))
+    return total / n_segments if extended else total / (n_segments * len(OBM))
 
 
 def _third_octave_bands(spec: np.ndarray, obm: np.ndarray) -> np.ndarray:
@@ -162,18 +293,20 @@ def _segments(tob: np.ndarray, n: int) -> np.ndarray:
     return np.ascontiguousarray(windows.transpose(1, 0, 2))
 
 
-def _row_col_normalize(x: np.ndarray, noise: np.random.RandomState) -> np.ndarray:
-    """pystoi's ``utils.row_col_normalize`` with the noise from ``noise``.
+def _row_col_normalize(x: np.ndarray, row_noise: np.random.RandomState,
+                       col_noise: np.random.RandomState) -> np.ndarray:
+    """pystoi's ``utils.row_col_normalize`` with its two draws of noise from
+    ``row_noise`` then ``col_noise`` (one generator twice for pystoi's).
 
     Scaling by the reciprocal norms broadcasts instead of multiplying by
     diagonal matrices: each product there is one term plus exact zeros, so the
     values are the same (and NaN in the same cases).
     """
     eps = np.finfo("float").eps
-    x = x + eps * noise.standard_normal(x.shape)
+    x = x + eps * row_noise.standard_normal(x.shape)
     x -= np.mean(x, axis=-1, keepdims=True)
     x = x * (1. / np.sqrt(np.sum(np.square(x), axis=-1, keepdims=True)))
-    x += eps * noise.standard_normal(x.shape)
+    x += eps * col_noise.standard_normal(x.shape)
     x -= np.mean(x, axis=1, keepdims=True)
     return x * (1. / np.sqrt(np.sum(np.square(x), axis=1, keepdims=True)))
 

@@ -276,6 +276,66 @@ def test_stoi_too_short_is_undefined():
             intelligibility.stoi(clean, clean, SR, extended=extended)
 
 
+def long_speechlike(seconds: float) -> tuple[np.ndarray, np.ndarray]:
+    """A clean clip with passages pystoi drops as silent, and an output that falls
+    to digital silence for a second (where ESTOI's EPS-level noise is all a band
+    row holds, so a misplaced draw of it moves the score by ~1e-4)."""
+    clean = speechlike(seconds, 25)
+    output = clean + 0.3 * speechlike(seconds, 26)
+    clean[3 * SR: 5 * SR] *= 1e-3  # 60 dB down: dropped
+    clean[11 * SR: 11 * SR + SR // 3] = 0.0
+    output[7 * SR: 8 * SR] = 0.0
+    return clean, output
+
+
+@pytest.mark.parametrize("block_frames", [30, 523])
+@pytest.mark.parametrize("extended", [False, True])
+def test_long_clips_scored_block_by_block_equal_the_whole_clip_steps(monkeypatch, extended, block_frames):
+    """Clips over WHOLE_CLIP_SAMPLES at 10 kHz go block by block; forced here on 20 s,
+    with blocks of one segment (30 frames) and of 523 frames. The frames, band
+    energies, segments and ESTOI's noise are the whole-clip steps' bits; only the
+    order of the final sum differs, by a few 1e-16."""
+    pytest.importorskip("pystoi")
+    clean, output = long_speechlike(20.0)
+    whole = intelligibility.stoi(clean, output, SR, extended=extended)
+    monkeypatch.setattr(intelligibility, "WHOLE_CLIP_SAMPLES", 0)
+    monkeypatch.setattr(intelligibility, "BLOCK_FRAMES", block_frames)
+    blockwise = intelligibility.stoi(clean, output, SR, extended=extended)
+    assert blockwise == pytest.approx(whole, rel=0, abs=1e-13)
+    assert intelligibility.stoi(clean, output, SR, extended=extended) == blockwise  # deterministic
+    assert 0.3 < blockwise < 1.0
+
+
+def test_long_clips_block_by_block_keep_memory_bounded(monkeypatch):
+    """pystoi's steps hold the whole clip's STFT and segments: ~40x the float32
+    audio. Block by block the peak is the 10 kHz float64 copies and resampling."""
+    pytest.importorskip("pystoi")
+    import tracemalloc
+
+    clean, output = long_speechlike(60.0)
+    monkeypatch.setattr(intelligibility, "WHOLE_CLIP_SAMPLES", 0)
+    monkeypatch.setattr(intelligibility, "BLOCK_FRAMES", 256)
+    for extended in (False, True):
+        tracemalloc.start()
+        try:
+            intelligibility.stoi(clean, output, SR, extended=extended)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 8 * clean.nbytes, (extended, peak / clean.nbytes)
+
+
+def test_long_clips_too_few_frames_after_silence_removal_are_undefined(monkeypatch):
+    pytest.importorskip("pystoi")
+    clean = speechlike(10.0, 27)
+    clean[SR // 5:] *= 1e-3  # under 30 frames left
+    monkeypatch.setattr(intelligibility, "WHOLE_CLIP_SAMPLES", 0)
+    monkeypatch.setattr(intelligibility, "BLOCK_FRAMES", 64)
+    for extended in (False, True):
+        with pytest.raises(MetricUndefined, match="30 frames"):
+            intelligibility.stoi(clean, clean, SR, extended=extended)
+
+
 def test_stoi_install_line_pins_the_tested_version():
     pytest.importorskip("pystoi")
     assert intelligibility.INSTALL == f"pip install pystoi=={metadata.version('pystoi')}"
