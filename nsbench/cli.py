@@ -201,17 +201,10 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
                 break
         if not results:  # input notes are the same for every engine: say them once
             print_clip_notes(records)
-        summary = summarise(records, metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells, args.voice_drop_db)
-        if compensation:
-            summary["alignment"]["compensation"] = compensation
-        cached = sum(record.from_cache for record in records)
-        if cached:
-            engine_notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
-        info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes)
-        extra = {**shared, "engine_info": info}
+        extra = dict(shared)
         if interrupted:
             extra["interrupted"] = {"signal": interrupted.name, "clips_done": len(records), "clips_planned": planned_runs(engine, sources, args)}
-        result = engine_result(engine.name, dataset.name, summary, metrics, extra)
+        result = summarise_engine(settings, dataset, engine, records, engine_notes, compensation, extra)
         extras.after_engine(result, records)
         write_json(folder / f"{file_stem(engine.name)}.json", result)
         results.append(result)
@@ -230,6 +223,22 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
         print(report)
     print(f"nsbench: results in {folder}/", file=sys.stderr)
     return exit_code
+
+
+def summarise_engine(
+    settings: RunSettings, dataset: DatasetSpec, engine: EngineSpec, records: list[ClipRecord], engine_notes: list[str],
+    compensation: dict[str, Any] | None, extra: dict[str, Any],
+) -> dict[str, Any]:
+    """The engine's ``<engine>.json`` payload."""
+    summary = summarise(records, settings.metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells,
+                        settings.args.voice_drop_db)
+    if compensation:
+        summary["alignment"]["compensation"] = compensation
+    cached = sum(record.from_cache for record in records)
+    if cached:
+        engine_notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
+    info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes)
+    return engine_result(engine.name, dataset.name, summary, settings.metrics, {**extra, "engine_info": info})
 
 
 def check_arguments(args: argparse.Namespace, dataset: DatasetSpec) -> None:
