@@ -210,6 +210,12 @@ def test_cache_entries_round_trip_and_refuse_damage(tmp_path):
     back = store.get_output("ab" * 32)
     np.testing.assert_array_equal(back.audio, audio)
     assert (back.cpu_seconds, back.wall_seconds, back.delay) == (0.25, 0.5, "0 samples at 16000 Hz")
+    assert back.audio.flags.writeable
+    sources = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]  # a separation output, not contiguous
+    store.put_output("ef" * 32, cache.CachedOutput(sources, 0.0, 0.0, ""))
+    np.testing.assert_array_equal(store.get_output("ef" * 32).audio, sources)
+    # The payload is a .npy file as numpy writes it.
+    np.testing.assert_array_equal(np.load(io.BytesIO(cache.parse_entry(store.path("ef" * 32, "output").read_bytes())[1])), sources)
     path = store.path("ab" * 32, "output")
     for damage in (b"", b"garbage", path.read_bytes()[:-10]):
         path.write_bytes(damage)
