@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from nsbench.blocks import spans
 from nsbench.types import ClipError
 
 # Full scale of 16-bit PCM: float 1.0 maps to 32768, clipped to 32767.
@@ -21,9 +22,14 @@ BYTES_PER_SAMPLE = 2
 
 
 def to_int16(audio: np.ndarray) -> np.ndarray:
-    """Float audio in [-1, 1) to int16: rounded, and clipped rather than wrapped."""
-    scaled = np.round(np.asarray(audio, dtype=np.float64) * INT16_SCALE)
-    return np.clip(scaled, -INT16_SCALE, INT16_SCALE - 1).astype(np.int16)
+    """Float audio in [-1, 1) to int16: rounded, and clipped rather than wrapped.
+    A block at a time: the float64 temporaries stay bounded on a long file."""
+    audio = np.asarray(audio)
+    samples = np.empty(audio.shape, dtype=np.int16)
+    for span in spans(len(audio)):
+        scaled = np.round(np.asarray(audio[span], dtype=np.float64) * INT16_SCALE)
+        samples[span] = np.clip(scaled, -INT16_SCALE, INT16_SCALE - 1)
+    return samples
 
 
 def from_int16(samples: np.ndarray | Sequence[int]) -> np.ndarray:

@@ -117,6 +117,14 @@ def test_int16_conversion_rounds_and_clips():
     np.testing.assert_array_equal(from_int16(np.array([-32768, 16384], dtype=np.int16)), [-1.0, 0.5])
 
 
+def test_int16_conversion_of_a_long_clip_goes_by_blocks_with_the_same_result():
+    from nsbench.blocks import BLOCK_SAMPLES
+
+    audio = (1.2 * np.random.default_rng(0).uniform(-1, 1, 2 * BLOCK_SAMPLES + 123)).astype(np.float32)
+    whole = np.clip(np.round(audio.astype(np.float64) * 32768), -32768, 32767).astype(np.int16)
+    np.testing.assert_array_equal(to_int16(audio), whole)
+
+
 def test_frames_are_whole_and_the_output_keeps_the_input_length():
     audio = np.random.default_rng(2).uniform(-0.5, 0.5, 1000).astype(np.float32)
     seen = []
