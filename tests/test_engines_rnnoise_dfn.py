@@ -165,10 +165,11 @@ def test_a_crash_fails_that_clip_only(tmp_path, stationary):
 
 def test_a_hang_is_killed_after_the_timeout(tmp_path, stationary):
     program = python_program(tmp_path, "hanging", "-m nsbench.tools.rnnoise_demo", on_second_call(tmp_path, "exec sleep 300"))
-    options = {"rnnoise_demo_path": str(program), "rnnoise_timeout": 3.0}
+    # 8 s: a normal call (Python, numpy, the library) must finish within it on a loaded machine.
+    options = {"rnnoise_demo_path": str(program), "rnnoise_timeout": 8.0}
     started = time.monotonic()
     first, second = run_builtin("rnnoise", stationary[:2], options)
-    assert first.record.error == "hanging timed out after 3 s and was killed"
+    assert first.record.error == "hanging timed out after 8 s and was killed"
     assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
     assert time.monotonic() - started < 60
     assert not psutil.Process().children(recursive=True), "the hung program was left running"
