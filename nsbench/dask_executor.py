@@ -7,8 +7,9 @@ run's clips; the parent closes them on every worker when the engine is done.
 
 A worker that dies takes its clip with it: the scheduler gives the clip to
 another worker once (``distributed.scheduler.allowed-failures`` is 1 on a local
-cluster; an existing scheduler keeps its own setting), then the clip is
-recorded as failed and the run goes on.
+cluster, and each worker holds only the clip it runs, so a death counts
+against that clip alone; an existing scheduler keeps its own settings), then
+the clip is recorded as failed and the run goes on.
 
 Workers need nsbench, the engines' packages and the plugins importable; a
 plugin given by file path (``--plugin file.py``) is sent by value. The cache
@@ -49,8 +50,11 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
         with client:
             yield client
         return
-    # One retry elsewhere for a clip whose worker died, then it fails.
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+    # One retry elsewhere for a clip whose worker died, then it fails. A worker
+    # holds only the clip it runs (saturation 1.0): a clip queued on a worker
+    # that died would otherwise count that death against it too.
+    settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(settings):
         with sigint_ignored():  # inherited: a Ctrl-C reaches only this process, which stops the workers
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         with cluster, Client(cluster, set_as_default=False) as client:

@@ -100,7 +100,7 @@ def test_a_clip_whose_worker_dies_twice_fails_and_the_others_score(tmp_path):
     """A real worker process exits in the engine on one clip; the scheduler
     retries that clip once on another worker, then it is recorded as failed."""
     data = tmp_path / "data"
-    for index in range(4):
+    for index in range(8):
         clean, noise = tone_and_noise(index, seconds=0.5 + 0.1 * index)
         write_wav(data / "clean" / f"utt{index}.wav", clean, 16000)
         write_wav(data / "noisy" / f"utt{index}.wav", clean + noise, 16000)
@@ -112,9 +112,10 @@ def test_a_clip_whose_worker_dies_twice_fails_and_the_others_score(tmp_path):
                        "--quiet", "--no-plots", "--no-html", "--no-cache"],
                       DIE_ON_LENGTH=str(len(tone_and_noise(2, seconds=0.7)[0])))
     records = {row["clip_id"]: row for row in rows(results / "folder" / "quieter.clips.jsonl")}
-    assert sorted(records) == ["utt0", "utt1", "utt2", "utt3"]
+    assert sorted(records) == [f"utt{index}" for index in range(8)]
     assert records["utt2"]["error"].startswith("the Dask workers running this clip died, twice or more")
-    assert all(records[clip]["error"] is None and "si_sdr" in records[clip]["scores"] for clip in ("utt0", "utt1", "utt3"))
+    # A death counts against the clip that caused it, never against one waiting beside it.
+    assert {clip for clip, row in records.items() if row["error"] is None and "si_sdr" in row["scores"]} == set(records) - {"utt2"}
 
 
 def test_ctrl_c_during_a_dask_run_stops_it_cleanly(tmp_path):
