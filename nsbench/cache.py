@@ -8,7 +8,8 @@ Each entry's key is a sha256 of everything its value depends on:
   options it reads (plugin flags, seed, lag compensation), and the harness code
   that runs it (resampling, delay compensation);
 - a clip's scores: the output's key, then one value per metric under the
-  metric's name, version and code, and the output checks under theirs.
+  metric's name, version and code (with the block helpers metrics share), and
+  the output checks under theirs.
 
 An entry is one file, written whole under a temporary name and renamed into
 place, so a run killed at any point leaves whole entries or none. Its first
@@ -24,7 +25,6 @@ import io
 import json
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +36,11 @@ from nsbench.types import Clip
 
 FORMAT_VERSION = 1
 # The parts of nsbench an output or a score depends on beyond the engine's and
-# the metric's own code: a change to any of them makes new keys.
-HARNESS_SOURCES = ("runner.py", "audio.py")
-CHECK_SOURCES = ("checks.py", "alignment.py")
+# the metric's own code (the helpers they share): a change to any of them
+# makes new keys.
+HARNESS_SOURCES = ("runner.py", "audio.py", "frames.py", "external.py")
+METRIC_SOURCES = ("blocks.py",)
+CHECK_SOURCES = ("checks.py", "alignment.py", "blocks.py")
 RUNS_FOLDER = "runs"  # under the cache root; the demo set and remixes have their own
 CHECKS_ENTRY = "checks"
 ENGINES_FOLDER = "engines"  # an empty file per engine identity with outputs stored
@@ -131,7 +133,7 @@ def engine_identity(name: str, version: str, factory: Any, fingerprint: str, opt
 
 
 def metric_identity(name: str, version: str, func: Any) -> str:
-    return digest(name, version, code_digest(func))
+    return digest(name, version, code_digest(func), nsbench_digest(METRIC_SOURCES))
 
 
 def checks_identity() -> str:
@@ -333,14 +335,3 @@ def clear(root: Path) -> str:
     if root.is_dir():
         shutil.rmtree(root)
     return f"removed {root}: {files} files, {size / 1e6:.1f} MB"
-
-
-def warn(cache: Cache | None, seen: set[str]) -> None:
-    """Prints each new cache warning once."""
-    if cache is None:
-        return
-    for message in cache.warnings:
-        if message not in seen:
-            seen.add(message)
-            print(f"nsbench: {message}", file=sys.stderr)
-    cache.warnings.clear()
