@@ -119,8 +119,8 @@ def close_on_worker(token: str) -> None:
 
 
 def killed(run: Any, source: ClipSource, error: Exception) -> ClipRecord:
-    return ClipRecord(
-        engine=run.spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=run.options.get("seed"),
-        error=f"the Dask workers running this clip died, twice or more ({error}): a crash in the engine's native code, "
+    return run.record_for(
+        source,
+        f"the Dask workers running this clip died, twice or more ({error}): a crash in the engine's native code, "
         "or the system killed them",
     )

@@ -80,6 +80,11 @@ class EngineRun:
     cache: Cache | None = None
     identity: Identity | None = None
 
+    def record_for(self, source: ClipSource, error: str | None = None) -> ClipRecord:
+        """The clip's record before it runs, or with the reason it failed."""
+        return ClipRecord(engine=self.spec.name, clip_id=source.clip_id, labels=dict(source.labels),
+                          seed=self.options.get("seed"), error=error)
+
 
 class NeedsEngine(Exception):
     """Raised by a holder that may not build its engine: the clip is not
@@ -327,17 +332,15 @@ def how_it_died(workers: list[multiprocessing.process.BaseProcess]) -> str:
 
 
 def died_on(run: EngineRun, source: ClipSource, how: str) -> ClipRecord:
-    return ClipRecord(
-        engine=run.spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=run.options.get("seed"),
-        error=f"the worker process running this clip died ({how}): a crash in the engine's native code, "
+    return run.record_for(
+        source,
+        f"the worker process running this clip died ({how}): a crash in the engine's native code, "
         "or the system killed it; fresh workers took the next clips",
     )
 
 
 def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcome:
-    record = ClipRecord(
-        engine=holder.spec.name, clip_id=source.clip_id, labels=dict(source.labels), seed=holder.options.get("seed")
-    )
+    record = run.record_for(source)
     try:
         clip = source.load()
         record.notes.extend(clip.notes)
