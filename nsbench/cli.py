@@ -137,6 +137,8 @@ class RunSettings:
     cache: cache.Cache | None
     dask_client: Any = None  # with --executor dask
     warned: set[str] = field(default_factory=set)  # cache warnings already printed
+    # With a cache: each metric's digest (name, version, code), the same for every engine.
+    metric_identities: dict[str, str] = field(default_factory=dict)
 
     @property
     def options(self) -> dict[str, Any]:
@@ -160,6 +162,8 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     extras = RunExtras(args, folder, dataset, sources, metrics)
     run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)
     settings = RunSettings(args, registry, sources, metrics, folder, extras.audio_folder, run_cache)
+    if run_cache:
+        settings.metric_identities = metric_identities(metrics, registry)
     with executor(args) as settings.dask_client:
         return run_engines(settings, dataset, engines, extras, shared)
 
@@ -186,7 +190,7 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
         records: list[ClipRecord] = []
         compensation = None
         try:
-            run_and_log(engine, settings, vars(args), engine_notes, records)
+            run_and_log(engine, settings, settings.options, engine_notes, records)
             compensation = align_constant_lag(engine, settings, engine_notes, records)
         except UserError as error:
             print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
@@ -308,7 +312,7 @@ def run_seed(engine: EngineSpec, settings: RunSettings, options: dict[str, Any],
 def cache_identity(engine: EngineSpec, settings: RunSettings, options: dict[str, Any]) -> cache.Identity:
     """What the engine's outputs and scores depend on, besides the clips: the
     engine (name, version, code, fingerprint), the options it reads (not the
-    harness's own flags), and each metric (name, version, code)."""
+    harness's own flags), and each metric (computed once per run)."""
     harness = options["harness_options"] | {"harness_options"}
     engine_options = {key: value for key, value in options.items() if key not in harness}
     try:
@@ -316,12 +320,15 @@ def cache_identity(engine: EngineSpec, settings: RunSettings, options: dict[str,
     except OSError as error:
         raise UserError(f"cannot read {error.filename} to key the cache: {error.strerror}; try --no-cache") from error
     version = settings.registry.engines.get(engine.name).version
-    metrics = {
-        metric.name: cache.metric_identity(metric.name, settings.registry.metrics.get(metric.name).version, metric.func)
-        for metric in settings.metrics
-    }
     engine_key = cache.engine_identity(engine.name, version, engine.factory, fingerprint, engine_options)
-    return cache.Identity(engine_key, metrics, cache.checks_identity())
+    return cache.Identity(engine_key, settings.metric_identities, cache.checks_identity())
+
+
+def metric_identities(metrics: list[MetricSpec], registry: Registry) -> dict[str, str]:
+    return {
+        metric.name: cache.metric_identity(metric.name, registry.metrics.get(metric.name).version, metric.func)
+        for metric in metrics
+    }
 
 
 def align_constant_lag(

@@ -87,13 +87,10 @@ class Kind(Generic[SpecT]):
         record = self.entries.get(prefix)
         if not argument or record is None or not getattr(record.spec, "takes_argument", False):
             return None
-        factory = functools.partial(build_with_argument, record.spec.factory, argument)
-        fingerprint = getattr(record.spec, "fingerprint", None)
-        if fingerprint is not None:
-            fingerprint = functools.partial(build_with_argument, fingerprint, argument)
-        spec = dataclasses.replace(record.spec, name=name, factory=factory, takes_argument=False)
-        if fingerprint is not None:
-            spec = dataclasses.replace(spec, fingerprint=fingerprint)
+        bound = {"factory": functools.partial(build_with_argument, record.spec.factory, argument)}
+        if getattr(record.spec, "fingerprint", None) is not None:  # it reads the argument too
+            bound["fingerprint"] = functools.partial(build_with_argument, record.spec.fingerprint, argument)
+        spec = dataclasses.replace(record.spec, name=name, takes_argument=False, **bound)
         return Registered(spec, record.origin, record.plugin_version)
 
     def require_available(self, name: str) -> Registered[SpecT]:
