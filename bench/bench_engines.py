@@ -19,7 +19,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nsbench.cli import main  # noqa: E402
-from nsbench.report import file_stem  # noqa: E402
 
 METRICS = ("si_sdri", "music_attenuation_db", "rtf_cpu", "rtf_wall")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -55,6 +56,19 @@ def write_wav(path: Path, audio: np.ndarray, rate: int, subtype: str = "FLOAT") 
     path.parent.mkdir(parents=True, exist_ok=True)
     soundfile.write(str(path), audio, rate, subtype=subtype)
     return path
+
+
+def make_folder_dataset(
+    root: Path, count: int = 3, seconds: float | Callable[[int], float] = 2.0, name: str = "utt{index}"
+) -> Path:
+    """The ``folder`` dataset's layout (root/clean, root/noisy) with ``count``
+    pairs from tone_and_noise; ``seconds`` may vary with the clip's index."""
+    for index in range(count):
+        length = seconds(index) if callable(seconds) else seconds
+        clean, noise = tone_and_noise(index, seconds=length)
+        write_wav(root / "clean" / f"{name.format(index=index)}.wav", clean, 16000)
+        write_wav(root / "noisy" / f"{name.format(index=index)}.wav", clean + noise, 16000)
+    return root
 
 
 def tone_and_noise(seed: int, seconds: float = 2.0, rate: int = 16000) -> tuple[np.ndarray, np.ndarray]:

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import json
-import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ from nsbench.cli import main
 from nsbench.hookspecs import hookimpl
 from nsbench.report import TABLE_COLUMNS, fmt
 
-from conftest import REPO_ROOT, add_plugin_to_the_cli, tone_and_noise, write_wav
+from conftest import REPO_ROOT, add_plugin_to_the_cli, make_folder_dataset, tone_and_noise, write_wav
 
 EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
 ENGINE_KEYS = {
@@ -30,14 +28,6 @@ REPORT_FILES = [
 PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc", "jobs"}
 CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay", "seed",
              "sample_rate", "residual_lag", "lag_unmeasured", "flags", "from_cache"}
-
-
-def make_folder_dataset(root: Path, count: int = 3) -> Path:
-    for index in range(count):
-        clean, noise = tone_and_noise(index)
-        write_wav(root / "clean" / f"utt{index}.wav", clean, 16000)
-        write_wav(root / "noisy" / f"utt{index}.wav", clean + noise, 16000)
-    return root
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from nsbench.hookspecs import hookimpl
 from nsbench.types import EngineSpec, UserError
 
 from conftest import add_plugin_to_the_cli
-from test_cli import make_folder_dataset
+from conftest import make_folder_dataset
 
 METRICS = ["--metric", "si_sdri", "--metric", "stoi", "--metric", "music_attenuation_db", "--metric", "rtf_cpu"]
 

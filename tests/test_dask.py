@@ -10,7 +10,7 @@ import pytest
 
 from nsbench.cli import main
 
-from conftest import tone_and_noise, write_wav
+from conftest import make_folder_dataset, tone_and_noise
 from test_parallel import TIMING
 
 pytest.importorskip("distributed")
@@ -99,11 +99,7 @@ def test_scheduler_without_dask_executor_is_refused(capsys):
 def test_a_clip_whose_worker_dies_twice_fails_and_the_others_score(tmp_path):
     """A real worker process exits in the engine on one clip; the scheduler
     retries that clip once on another worker, then it is recorded as failed."""
-    data = tmp_path / "data"
-    for index in range(8):
-        clean, noise = tone_and_noise(index, seconds=0.5 + 0.1 * index)
-        write_wav(data / "clean" / f"utt{index}.wav", clean, 16000)
-        write_wav(data / "noisy" / f"utt{index}.wav", clean + noise, 16000)
+    data = make_folder_dataset(tmp_path / "data", 8, seconds=lambda index: 0.5 + 0.1 * index)
     plugin = tmp_path / "quieter_plugin.py"
     plugin.write_text(PLUGIN)
     results = tmp_path / "results"
@@ -129,11 +125,7 @@ def test_ctrl_c_during_a_dask_run_stops_it_cleanly(tmp_path):
 
     from conftest import REPO_ROOT
 
-    data = tmp_path / "data"
-    for index in range(30):
-        clean, noise = tone_and_noise(index, seconds=0.5)
-        write_wav(data / "clean" / f"utt{index:02d}.wav", clean, 16000)
-        write_wav(data / "noisy" / f"utt{index:02d}.wav", clean + noise, 16000)
+    data = make_folder_dataset(tmp_path / "data", 30, seconds=0.5, name="utt{index:02d}")
     plugin = tmp_path / "quieter_plugin.py"
     plugin.write_text(PLUGIN.replace("return 0.7 * audio", "time.sleep(0.3); return 0.7 * audio").replace("import os", "import os, time"))
     results = tmp_path / "results"

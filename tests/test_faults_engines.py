@@ -27,7 +27,6 @@ import signal
 import sys
 import textwrap
 
-import numpy as np
 import psutil
 import pytest
 
@@ -38,7 +37,7 @@ from nsbench.hookspecs import hookimpl
 from nsbench.runner import run_engine
 from nsbench.types import EngineSpec
 
-from conftest import REPO_ROOT, add_plugin_to_the_cli, tone_and_noise, write_wav
+from conftest import add_plugin_to_the_cli, tone_and_noise, write_wav
 from engine_checks import run_builtin, stationary_sources
 from test_engines_rnnoise_dfn import shell_program
 from test_runner import engine_spec, metrics, sources

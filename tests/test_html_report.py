@@ -17,7 +17,8 @@ import pytest
 from nsbench.cli import main
 from nsbench.report import TABLE_COLUMNS, fmt
 
-from test_cli import EXAMPLE_PLUGIN, make_folder_dataset
+from conftest import make_folder_dataset
+from test_cli import EXAMPLE_PLUGIN
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 INSTALL = "apt-get install -y chromium chromium-driver, and pip install -r requirements-test.txt (selenium)"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
 
 from nsbench.plots import by_snr, gain_figure, rtf_figure, snr_figure, write_plots
 
