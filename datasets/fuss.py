@@ -7,12 +7,35 @@
 path first and then its 1-4 source paths, relative to the list file's folder
 (``make_ss_examples.py`` writes it; ``data_io.read_lines_from_file`` reads it).
 
-As the published evaluation (``evaluate_lib.py`` via ``data_io.wavs_to_dataset``):
-the mixture file is not read; the mixture is the sum of the sources, which are
-zero-padded to 4 rows. A clip's cell is its number of *active* sources (RMS >
-1e-8), the count the evaluation groups by; examples with no active source are
-skipped, as the evaluation skips all-zero examples. Source activity is read once
-and cached under ``$NSBENCH_CACHE`` (keyed by path, size and modification time).
+Official script: google-research/sound-separation
+``models/dcase2020_fuss_baseline/evaluate_lib.py`` (line numbers at commit
+678e737), reading with ``train/data_io.py``. Read as it reads:
+
+* the mixture file is not read; the mixture is the sum of the sources, which are
+  zero-padded to 4 rows (``data_io.py`` 251, 288);
+* every source is cut or zero-padded to 160000 samples, 10 s at 16 kHz
+  (``evaluate_lib.py`` 114-115 ``num_samples=160000``, ``data_io.py`` 262-263
+  ``decode_wav(desired_samples=...)``); a source of another length is noted;
+* multichannel files: the first channel is kept (``decode_wav(desired_channels=1)``),
+  noted on the clip;
+* a clip's cell is its number of *active* sources (RMS > 1e-8, ``evaluate_lib.py``
+  28-31 on the 160000 read samples), the count the evaluation groups by
+  (186-189); examples with no active source are skipped (138-141).
+
+Aggregation: SI-SNR for 1 source, SI-SNRi for 2, 3, 4 and the pooled "2-4" row,
+each the mean and std over the scored pairs of every clip in the cell
+(``evaluate_lib.py`` 96-105, 224-235); see ``metrics/fuss_sisnr.py``, whose
+``Pooling`` makes the cells report exactly that, with the mean over clips beside
+it as ``clip_mean``. Under- and over-separation rates are per example (236-238).
+
+Where nsbench departs, by design, each noted on the clip: the official reader
+(``tf.audio.decode_wav``) takes 16-bit PCM WAV only, and ignores the sample
+rate; nsbench also reads 24-bit, float and other formats libsndfile knows,
+and resamples a source whose rate differs from the first source's. Its
+figures come from the engine nsbench runs, not from a TensorFlow checkpoint;
+the per-example metrics (SI-SNR, permutation, activity masks) agree with the
+published code to float32 rounding. Source activity is read once and cached
+under ``$NSBENCH_CACHE`` (keyed by path, size and modification time).
 """
 from __future__ import annotations
 
@@ -36,8 +59,13 @@ SPLITS = ("eval", "validation", "train")
 DEFAULT_SPLIT = "eval"
 MAX_SOURCES = 4  # FUSS mixtures have 1-4 sources; references are zero-padded to 4 rows
 ACTIVE_RMS = 1e-8  # evaluate_lib._weights_for_nonzero_refs
+# evaluate_lib.py reads every source as this many samples, cut or zero-padded
+# (num_samples=160000): 10 s at FUSS's 16 kHz.
+EVAL_SAMPLES = 160000
+FUSS_RATE = 16000
+OFFICIAL_SUBTYPE = "PCM_16"  # tf.audio.decode_wav reads 16-bit PCM WAV only
 SHOWN = 10
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: activity on the first channel's first EVAL_SAMPLES, as evaluate_lib.py
 
 
 def list_path(root: Path, split: str) -> Path:
@@ -98,8 +126,10 @@ def cache_file(root: Path, split: str) -> Path:
 
 
 def file_rms(path: Path) -> float:
-    data, _ = soundfile.read(str(path), dtype="float64", always_2d=True)
-    return float(np.sqrt(np.mean(data.mean(axis=1) ** 2))) if data.size else 0.0
+    """RMS of what evaluate_lib.py reads of the file: the first channel, cut or
+    zero-padded to EVAL_SAMPLES (the padding counts in the mean, as there)."""
+    data, _ = soundfile.read(str(path), frames=EVAL_SAMPLES, dtype="float64", always_2d=True)
+    return float(np.sqrt(np.sum(data[:, 0] ** 2) / EVAL_SAMPLES)) if data.size else 0.0
 
 
 def source_rms(root: Path, split: str, paths: list[Path]) -> dict[str, float]:
@@ -138,27 +168,40 @@ def source_rms(root: Path, split: str, paths: list[Path]) -> dict[str, float]:
 # --------------------------------------------------------------------------- clips
 
 
+def reader_notes(path: str, rate: int) -> list[str]:
+    """Where this file's reading departs from evaluate_lib.py's reader."""
+    info = soundfile.info(path)
+    name, notes = Path(path).name, []
+    if info.channels > 1:
+        notes.append(f"{name}: {info.channels} channels, the first kept, as evaluate_lib.py's reader (decode_wav, desired_channels=1)")
+    if info.format != "WAV" or info.subtype != OFFICIAL_SUBTYPE:
+        notes.append(f"{name} is {info.format} {info.subtype}: evaluate_lib.py's reader takes 16-bit PCM WAV only; nsbench reads it as float")
+    if rate != FUSS_RATE:
+        notes.append(f"{name} is at {rate} Hz, FUSS is {FUSS_RATE} Hz: still cut or padded to {EVAL_SAMPLES} samples, as evaluate_lib.py")
+    return notes
+
+
 def load_example(clip_id: str, mixture: str, sources: tuple[str, ...], labels: Mapping[str, str]) -> Clip:
-    """The sources as (4, n) rows, zero-padded in count and length; noisy is their sum."""
-    rows, notes, rate = [], [], 0
-    for path in sources:
-        audio, audio_rate, audio_notes = read_audio(path)
-        notes += audio_notes
+    """The sources as (4, EVAL_SAMPLES) rows, zero-padded in count and cut or
+    zero-padded in length, as evaluate_lib.py reads them; noisy is their sum."""
+    stacked = np.zeros((MAX_SOURCES, EVAL_SAMPLES), dtype=np.float32)
+    notes: list[str] = []
+    rate = 0
+    for index, path in enumerate(sources):
+        audio, audio_rate, audio_notes = read_audio(path, first_channel=True)
+        notes += audio_notes + reader_notes(path, audio_rate)
         if rate and audio_rate != rate:
-            notes.append(f"{Path(path).name} resampled from {audio_rate} Hz to {rate} Hz")
+            notes.append(f"{Path(path).name} resampled from {audio_rate} Hz to {rate} Hz (evaluate_lib.py does not resample)")
             audio = resample(audio, audio_rate, rate)
         rate = rate or audio_rate
-        rows.append(audio)
-    length = max(len(row) for row in rows)
-    if any(len(row) != length for row in rows):
-        notes.append(f"source lengths differ ({', '.join(str(len(r)) for r in rows)}): zero-padded to {length}")
-    stacked = np.zeros((MAX_SOURCES, length), dtype=np.float32)
-    for index, row in enumerate(rows):
-        stacked[index] = fit_length(row, length)
+        if len(audio) != EVAL_SAMPLES:
+            how = "cut" if len(audio) > EVAL_SAMPLES else "zero-padded"
+            notes.append(f"{Path(path).name} has {len(audio)} samples: {how} to {EVAL_SAMPLES}, as evaluate_lib.py reads it")
+        stacked[index] = fit_length(audio, EVAL_SAMPLES)
     return Clip(
         clip_id=clip_id,
         noisy=stacked.sum(axis=0, dtype=np.float32),
-        clean=np.zeros(length, dtype=np.float32),
+        clean=np.zeros(EVAL_SAMPLES, dtype=np.float32),
         sample_rate=rate,
         labels=dict(labels),
         notes=tuple(notes),
@@ -215,6 +258,7 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
         "examples": len(kept),
         "skipped_all_silent": skipped,
         "mixture": "recomputed as the sum of the sources, zero-padded to 4 sources (as evaluate_lib.py)",
+        "reading": f"every source cut or zero-padded to {EVAL_SAMPLES} samples, first channel only (as evaluate_lib.py)",
     }
 
 

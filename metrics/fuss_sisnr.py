@@ -21,10 +21,19 @@ data?", ICASSP 2021; google-research/sound-separation
   mixture being the sum of the references.
 * Under-separation: fewer active estimates than active references; over: more.
 
-Per clip we report the mean over the scored pairs. The published script pools
-the pairs of every clip with the same number of active references; the cell
-mean of our per-clip means equals that pooled mean whenever each clip scores
-all its references (``fuss_scored_pairs`` says how many it did).
+Aggregation, as the published script reports it: per clip, the scored pairs
+are the items of a PooledValue (their mean, count and variance), and
+``fuss_sisnr`` and ``fuss_sisnri`` declare ``Pooling("pairs")``, so a cell's
+``mean`` and ``std`` are over every scored pair of its clips, pooled by the
+number of active references: ``evaluate_lib.py`` lines 186-189 extend one list
+per source count with the scored pairs of each example, and lines 96-105
+(``_report_score_stats``) print ``np.mean`` and ``np.std`` (population, ddof 0)
+of the list, or of the lists of counts 2, 3 and 4 joined (the "2-4" row, lines
+234-235; line numbers at google-research/sound-separation commit 678e737).
+``clip_mean`` beside it is the mean of per-clip means, which equals the pooled
+mean only where every clip scores the same number of pairs. The under- and
+over-separation rates are per example (lines 183-185, 236-238): plain
+per-clip metrics.
 """
 from __future__ import annotations
 
@@ -36,7 +45,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from nsbench.hookspecs import hookimpl
-from nsbench.types import SEPARATION, MetricInputs, MetricSpec, MetricUndefined
+from nsbench.types import SEPARATION, MetricInputs, MetricSpec, MetricUndefined, PooledValue, Pooling
 
 EPS = 1e-8  # train/metrics.py: epsilon of the SNR ratio
 NORM_FLOOR = 1e-16  # train/metrics.py: the squared norm is floored here before dividing
@@ -146,20 +155,22 @@ def _clip_scores(inputs: MetricInputs) -> FussScores:
     return fuss_scores(inputs.reference_sources, inputs.output_sources, inputs.noisy)
 
 
-def _pair_mean(values: np.ndarray, scores: FussScores) -> float:
+def _scored_pairs(values: np.ndarray, scores: FussScores) -> PooledValue:
+    """The clip's scored pairs as the items the cells pool (see the module docstring)."""
     if not scores.pairs.any():
         raise MetricUndefined(NO_PAIR)
-    return float(values[scores.pairs].mean())
+    scored = values[scores.pairs]
+    return PooledValue(mean=float(scored.mean()), count=int(scored.size), variance=float(scored.var()))
 
 
-def fuss_sisnr_metric(inputs: MetricInputs) -> float:
+def fuss_sisnr_metric(inputs: MetricInputs) -> PooledValue:
     scores = _clip_scores(inputs)
-    return _pair_mean(scores.sisnr, scores)
+    return _scored_pairs(scores.sisnr, scores)
 
 
-def fuss_sisnri_metric(inputs: MetricInputs) -> float:
+def fuss_sisnri_metric(inputs: MetricInputs) -> PooledValue:
     scores = _clip_scores(inputs)
-    return _pair_mean(scores.sisnr - scores.sisnr_mixture, scores)
+    return _scored_pairs(scores.sisnr - scores.sisnr_mixture, scores)
 
 
 def fuss_scored_pairs_metric(inputs: MetricInputs) -> float:
@@ -178,6 +189,9 @@ PERMUTED_SCALE_BLIND = (
     "level and the order of the outputs (best permutation); estimates more than 20 dB below "
     "the quietest active reference are not scored, only counted for under-separation"
 )
+# evaluate_lib.py pools the scored pairs of a source count (lines 186-189) and
+# reports their mean and std (lines 96-105).
+PAIRS = Pooling(items="pairs", description="pooled over scored pairs, as evaluate_lib.py")
 
 
 @hookimpl
@@ -192,9 +206,10 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             "FUSS permutation-invariant SI-SNR (Wisdom et al. 2021, evaluate_lib.py): mean over "
             "pairs where the reference (RMS > 1e-8) and its matched estimate (power > 0.01 x the "
             "quietest active reference) are active; eps 1e-8, range about +-80 dB. The FUSS "
-            "figure for 1-source mixtures"
+            "figure for 1-source mixtures; cell mean and std pooled over scored pairs, as evaluate_lib.py"
         ),
         ignores=PERMUTED_SCALE_BLIND,
+        pooling=PAIRS,
         **common,
     ))
     register(MetricSpec(
@@ -204,9 +219,11 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         higher_is_better=True,
         description=(
             "FUSS SI-SNR improvement: per scored pair SI-SNR(estimate) - SI-SNR(mixture), mixture = "
-            "sum of the references; the FUSS figure for 2, 3 and 4-source mixtures"
+            "sum of the references; the FUSS figure for 2, 3 and 4-source mixtures; cell mean and std "
+            "pooled over scored pairs, as evaluate_lib.py"
         ),
         ignores=PERMUTED_SCALE_BLIND + "; how separable the mixture already was",
+        pooling=PAIRS,
         **common,
     ))
     register(MetricSpec(

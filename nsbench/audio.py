@@ -34,25 +34,31 @@ def fit_length(audio: np.ndarray, length: int) -> np.ndarray:
     return np.concatenate([audio, padding], axis=-1)
 
 
-def read_audio(path: str | Path, *, start: int = 0, frames: int = -1) -> tuple[np.ndarray, int, list[str]]:
+def read_audio(
+    path: str | Path, *, start: int = 0, frames: int = -1, first_channel: bool = False
+) -> tuple[np.ndarray, int, list[str]]:
     """Read a file as float32 mono. Returns (audio, rate, notes).
 
     ``start`` and ``frames`` read only that part of the file (frames at the
     file's rate; ``frames=-1`` reads to the end), so an excerpt of a long track
     costs only its own samples. Multichannel audio is downmixed by averaging,
-    with a note. An unreadable, empty or non-finite file raises ClipError
-    naming the file.
+    with a note; with ``first_channel`` only the first channel is kept (as
+    FUSS's reader does), and the caller says so. An unreadable, empty or
+    non-finite file raises ClipError naming the file.
     """
     try:
         data, rate = soundfile.read(str(path), frames=frames, start=start, dtype="float32", always_2d=True)
     except Exception as error:  # soundfile raises several types for bad files
         raise ClipError(f"cannot read {path}: {read_failure(path, error)}") from error
     notes = []
-    if data.shape[1] > 1:
+    if data.shape[1] > 1 and not first_channel:
         notes.append(f"{Path(path).name}: {data.shape[1]} channels downmixed to mono")
     # Mono as it was read (the mean of one channel is that channel): no second
     # copy of a long file.
-    audio = data.reshape(len(data)) if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+    if data.shape[1] == 1:
+        audio = data.reshape(len(data))
+    else:
+        audio = np.ascontiguousarray(data[:, 0]) if first_channel else data.mean(axis=1, dtype=np.float32)
     if len(audio) == 0:
         raise ClipError(f"{path} holds no samples")
     bad = count_where(audio, lambda part: ~np.isfinite(part))

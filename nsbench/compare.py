@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.report import Table, fmt, markdown_table
+from nsbench.report import RESULTS_FORMAT_VERSION, Table, fmt, markdown_table
 from nsbench.types import UserError
 
 EXIT_REGRESSION = 3
@@ -57,10 +57,23 @@ def load_stored(path: str, dataset: str) -> dict[str, dict[str, Any]]:
         except (OSError, ValueError) as error:
             raise UserError(f"--compare {file}: not a results file ({error})") from None
         if isinstance(result, dict) and "engine" in result and "cells" in result:
+            check_format(result, file)
             stored[result["engine"]] = result
     if not stored:
         raise UserError(f"--compare {path}: no engine results (<engine>.json) there")
     return stored
+
+
+def check_format(result: Mapping[str, Any], file: Path) -> None:
+    """Results of another format version hold figures that mean other things
+    (FUSS means pooled over clips, then over pairs): refused, not compared."""
+    version = result.get("format_version", 1)
+    if version != RESULTS_FORMAT_VERSION:
+        raise UserError(
+            f"--compare {file}: results format version {version}, this nsbench writes version "
+            f"{RESULTS_FORMAT_VERSION}; their figures are not comparable: run the stored version's "
+            "command again with this nsbench to get a baseline"
+        )
 
 
 def tolerance(metric: str, unit: str, tolerances: Mapping[str | None, float]) -> float | None:

@@ -23,6 +23,8 @@ from nsbench.report import (
     clips_count,
     compensation_text,
     fmt,
+    pooled_rows,
+    pooled_text,
     summary_rows,
 )
 
@@ -66,6 +68,9 @@ def write_html(
         body += ["<h2>Compared with stored results</h2>", f"<p>{esc(comparison_text)}</p>", table(comparison, "comparison")]
     body += ["<h2>Listen: worst and typical clips</h2>", *(listening_html(r) for r in ordered)]
     body += ["<h2>Per cell</h2>", table(cell_rows(ordered, cell_keys, extra_columns), "cells")]
+    pooled = pooled_rows(ordered, cell_keys)
+    if pooled[1]:
+        body += ["<h2>Pooled over items</h2>", f"<p>{esc(pooled_text(ordered))}</p>", table(pooled, "pooled")]
     if plots:
         body += ["<h2>Plots</h2>", *(image(folder / name) for name in plots)]
     body += ["<h2>Metrics</h2>", legend_html(ordered)]

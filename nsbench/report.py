@@ -26,6 +26,11 @@ TABLE_COLUMNS = (
     ("voice_level_db", "voice level", 2),
     ("rtf_cpu", "RTF", 3),
 )
+# The version of the <engine>.json layout and meaning; --compare refuses
+# another. 1 (no key): every cell mean over clips. 2: a metric with a Pooling
+# (FUSS SI-SNR, SI-SNRi) has its cell mean and std over items (scored pairs),
+# the mean over clips beside it as clip_mean.
+RESULTS_FORMAT_VERSION = 2
 BASELINE_ENGINE = "passthrough"
 # Every engine is compared with each of these that ran (summary.compare_with_baselines).
 BASELINES = (BASELINE_ENGINE, "rnnoise")
@@ -70,6 +75,7 @@ def metric_legend(metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:
             "higher_is_better": metric.higher_is_better,
             "description": metric.description,
             "ignores": metric.ignores,
+            **({"pooling": metric.pooling.description} if metric.pooling else {}),
         }
         for metric in metrics
     }
@@ -83,6 +89,7 @@ def engine_result(
     return {
         "engine": engine,
         "dataset": dataset,
+        "format_version": RESULTS_FORMAT_VERSION,
         "stoi": stoi,
         "rtf": summary["rtf"],
         "rtf_wall": summary["rtf_wall"],
@@ -147,6 +154,36 @@ def cell_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], ex
             ci = [interval(row["metrics"].get(headline, {}).get("mean_ci95"), 2)] * with_ci
             lines.append([*cell, engine, f"{row['clips']}{failed}", *values, *ci])
     return header, lines
+
+
+def pooled_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str]) -> Table:
+    """Metrics pooled over items (types.Pooling), per cell and engine: the
+    pooled mean and std, the items counted, the mean over clips beside, and
+    the 95% CI that resamples clips. No rows when no metric pools."""
+    header = [*cell_keys, "engine", "metric", "mean", "std", "items", "clip mean", "95% CI (resamples clips)"]
+    lines = []
+    for result in results:
+        for row in result["cells"]:
+            for name, stats in row["metrics"].items():
+                if "pooling" in stats and stats["n"]:
+                    over = stats["pooled_over"]
+                    lines.append([
+                        *(row["cell"].get(k, "") for k in cell_keys), result["engine"], name, fmt(stats["mean"], 2),
+                        fmt(stats["std"], 2), f"{stats[over]} {over}".removesuffix("s") if stats[over] == 1 else f"{stats[over]} {over}",
+                        fmt(stats["clip_mean"], 2), interval(stats["mean_ci95"], 2),
+                    ])
+    return header, lines
+
+
+def pooled_text(results: Sequence[Mapping[str, Any]]) -> str:
+    """What the pooled figures are, naming each pooled metric's own rule."""
+    rules = {name: d["pooling"] for r in results for name, d in r.get("metric_definitions", {}).items() if d.get("pooling")}
+    named = "; ".join(f"{name}: {rule}" for name, rule in rules.items())
+    return (
+        f"{named}. Mean and std (population) over every item of the cell's clips, each clip weighing by its items; "
+        "these means are the ones in the per-cell table. The clip mean counts each clip once. The 95% CI resamples "
+        "clips, with their items: the clips are what was sampled. Comparisons with the baselines stay per clip."
+    )
 
 
 def summary_table(results: Sequence[Mapping[str, Any]]) -> str:
@@ -316,6 +353,13 @@ def markdown_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(str(cell).replace("|", "/") for cell in cells) + " |"
 
 
+def pooled_section(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str]) -> list[str]:
+    table = pooled_rows(results, cell_keys)
+    if not table[1]:
+        return []
+    return ["## Pooled over items", pooled_text(results), markdown_table(table)]
+
+
 def report_markdown(
     dataset: str,
     results: Sequence[Mapping[str, Any]],
@@ -345,6 +389,7 @@ def report_markdown(
         markdown_table(worst_rows(ordered)),
         "## Per cell",
         cell_table(ordered, cell_keys, extra_columns),
+        *pooled_section(ordered, cell_keys),
         *sections,
         "## Metrics",
         legend(metrics, extra_columns),

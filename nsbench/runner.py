@@ -39,6 +39,7 @@ from nsbench.types import (
     MetricInputs,
     MetricSpec,
     MetricUndefined,
+    PooledValue,
     UserError,
 )
 
@@ -545,6 +546,8 @@ def score(
         result = stored[identity]
         if "value" in result:
             scores[metric.name] = result["value"]
+            if "pooled" in result:
+                record.pooled[metric.name] = result["pooled"]
         elif "undefined" in result:
             undefined[metric.name] = result["undefined"]
     return scores, undefined
@@ -558,11 +561,25 @@ def score_one(metric: MetricSpec, clip: Clip, inputs: MetricInputs) -> dict[str,
     if metric.needs_voice and not clip.has_voice:
         return {"undefined": "no voice in this clip"}
     try:
-        value = float(metric.func(inputs))
+        returned = metric.func(inputs)
+        value = float(returned)
     except MetricUndefined as reason:
         return {"undefined": str(reason)}
     except Exception as error:
         raise ClipError(f"metric {metric.name} raised {type(error).__name__}: {error}") from error
     if not np.isfinite(value):
         raise ClipError(f"metric {metric.name} returned {value}")
-    return {"value": value}
+    if metric.pooling is None:
+        return {"value": value}
+    return {"value": value, "pooled": pooled_items(metric, returned)}
+
+
+def pooled_items(metric: MetricSpec, returned: object) -> dict[str, float]:
+    """The item count and variance of a pooled metric's clip value; a plain
+    number is one item."""
+    if not isinstance(returned, PooledValue):
+        return {"count": 1, "variance": 0.0}
+    if returned.count < 1 or not np.isfinite(returned.variance) or returned.variance < 0:
+        raise ClipError(f"metric {metric.name} returned {returned}: a pooled value needs a count of at least 1 "
+                        "and a finite, non-negative variance")
+    return {"count": int(returned.count), "variance": float(returned.variance)}

@@ -50,23 +50,80 @@ def metric_stats(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec]) -
     """Per metric: statistics over clips. A clip run with several seeds counts
     once, by its mean over seeds (the Biodenoising seed card's aggregation);
     then ``pooled`` adds the statistics over every clip x seed row, with a
-    bootstrap 95% CI of the median (the variant earthspecies' results.py reports)."""
+    bootstrap 95% CI of the median (the variant earthspecies' results.py reports).
+    A metric with a Pooling has its mean and std over items instead (item_pooled)."""
     scored = [record for record in records if not record.failed]
     seeded = len({record.seed for record in scored}) > 1
-    stats, clip_means = {}, {}
+    stats, clip_means, pooled_metrics = {}, {}, {}
     for metric in metrics:
-        by_clip: dict[str, list[float]] = {}
+        by_clip: dict[str, list[ClipRecord]] = {}
         for record in scored:
             if metric.name in record.scores:
-                by_clip.setdefault(record.clip_id, []).append(record.scores[metric.name])
-        clip_means[metric.name] = [float(np.mean(values)) for values in by_clip.values()]
+                by_clip.setdefault(record.clip_id, []).append(record)
+        values = {clip: [r.scores[metric.name] for r in rows] for clip, rows in by_clip.items()}
+        clip_means[metric.name] = [float(np.mean(v)) for v in values.values()]
         stats[metric.name] = describe(clip_means[metric.name])
         if seeded:
-            rows = [value for values in by_clip.values() for value in values]
+            rows = [value for v in values.values() for value in v]
             stats[metric.name]["pooled"] = {**describe(rows), "median_ci95": bootstrap_median_ci(rows)}
+        if metric.pooling is not None:
+            pooled_metrics[metric.name] = (metric, by_clip)
     for name, extra in uncertainty(clip_means).items():
         stats[name].update(extra)
+    for name, (metric, by_clip) in pooled_metrics.items():
+        stats[name] = item_pooled(stats[name], metric, by_clip)
     return stats
+
+
+def item_pooled(clip_stats: dict[str, Any], metric: MetricSpec, by_clip: Mapping[str, Sequence[ClipRecord]]) -> dict[str, Any]:
+    """A pooled metric's figures (types.Pooling): ``mean`` and ``std`` over
+    every item of every clip (and seed), each clip weighing by its item count,
+    as FUSS's evaluate_lib.py pools scored pairs; ``clip_mean`` keeps the mean
+    over clips, the other statistics (median, tails) stay over clips, and
+    ``mean_ci95`` resamples clips, the unit that was sampled."""
+    per_clip = [[(r.scores[metric.name], *item_parts(r, metric.name)) for r in records] for records in by_clip.values()]
+    rows = [row for clip_rows in per_clip for row in clip_rows]  # every clip x seed
+    if not rows:
+        return {**clip_stats, "std": math.nan, metric.pooling.items: 0, "clip_mean": math.nan,
+                "pooled_over": metric.pooling.items, "pooling": metric.pooling.description}
+    means, counts, variances = (np.array(column, dtype=np.float64) for column in zip(*rows))
+    total = counts.sum()
+    mean = float(np.dot(counts, means) / total)
+    # Within-clip spread plus each clip's offset from the pooled mean: the
+    # variance over all items, without the items themselves.
+    variance = float(np.dot(counts, variances + (means - mean) ** 2) / total)
+    return {
+        "n": clip_stats["n"],
+        "mean": mean,
+        "std": math.sqrt(variance),
+        metric.pooling.items: int(total),
+        "clip_mean": clip_stats["mean"],
+        "pooled_over": metric.pooling.items,  # names the count's key
+        "pooling": metric.pooling.description,
+        **{key: value for key, value in clip_stats.items() if key not in ("n", "mean")},
+        "mean_ci95": pooled_mean_ci(per_clip),
+        "ci95_resamples": "clips",
+    }
+
+
+def item_parts(record: ClipRecord, metric: str) -> tuple[float, float]:
+    """(item count, item variance) of a clip's pooled value; one item where
+    none was recorded (a plain number)."""
+    parts = record.pooled.get(metric, {})
+    return float(parts.get("count", 1)), float(parts.get("variance", 0.0))
+
+
+def pooled_mean_ci(per_clip: Sequence[Sequence[tuple[float, float, float]]], level: float = 0.95) -> list[float]:
+    """Percentile bootstrap CI of the item-pooled mean, resampling clips (with
+    their items), as quick_resample_indices draws them. None for one clip."""
+    if len(per_clip) < 2:
+        return [math.nan, math.nan]
+    sums = np.array([sum(mean * count for mean, count, _ in rows) for rows in per_clip])
+    counts = np.array([sum(count for _, count, _ in rows) for rows in per_clip])
+    indices = quick_resample_indices(len(per_clip))
+    estimates = sums[indices].sum(axis=1) / counts[indices].sum(axis=1)
+    tail = (1 - level) / 2 * 100
+    return [float(np.percentile(estimates, tail)), float(np.percentile(estimates, 100 - tail))]
 
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -147,17 +204,24 @@ def summarise(
     """Overall and per-cell statistics for one engine's records.
 
     ``pooled_cells`` maps a new value of the first cell key to the values it
-    pools (FUSS: "2-4" -> "2", "3", "4"); those rows are marked ``pooled`` and
-    never named as the worst cell (their members already are rows).
+    pools (FUSS: "2-4" -> "2", "3", "4"), one row per combination of the other
+    keys' values; those rows are marked ``pooled`` and never named as the
+    worst cell (their members already are rows).
     """
     cells: dict[tuple[str, ...], list[ClipRecord]] = {}
     for record in records:
         cells.setdefault(cell_of(record.labels, cell_keys), []).append(record)
     cell_rows = [cell_row(dict(zip(cell_keys, cell)), members, metrics) for cell, members in sorted(cells.items(), key=lambda item: natural_key(item[0]))]
     for name, members_of in pooled_cells.items():
-        members = [r for r in records if str(r.labels.get(cell_keys[0], "")) in members_of]
-        if members:
-            cell_rows.append({**cell_row({cell_keys[0]: name}, members, metrics), "pooled": True})
+        # Within each value of the other keys (a condition): never across them.
+        by_rest: dict[tuple[str, ...], list[ClipRecord]] = {}
+        for record in records:
+            cell = cell_of(record.labels, cell_keys)
+            if cell[0] in members_of:
+                by_rest.setdefault(cell[1:], []).append(record)
+        for rest, members in sorted(by_rest.items(), key=lambda item: natural_key(item[0])):
+            row = cell_row(dict(zip(cell_keys, (name, *rest))), members, metrics)
+            cell_rows.append({**row, "pooled": True})
     return {
         "clips": len({record.clip_id for record in records}),
         "runs": len(records),  # clips x seeds

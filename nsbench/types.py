@@ -156,7 +156,8 @@ class DatasetSpec:
     ``describe(options)`` gives provenance (seed, content hash, root folder).
     ``headline_metric`` names each engine's worst cell; ``table_metrics`` adds
     columns to the per-cell table; ``pooled_cells`` adds rows that pool several
-    values of the first cell key (FUSS reports 2-4 sources together).
+    values of the first cell key (FUSS reports 2-4 sources together), one
+    per combination of the other cell keys' values.
     """
 
     name: str
@@ -201,6 +202,38 @@ class MetricInputs:
 
 
 @dataclass(frozen=True)
+class Pooling:
+    """How a metric pools over a cell when its value on a clip is the mean of
+    several items (FUSS: the clip's scored source pairs), as an official
+    evaluation that pools those items reports it.
+
+    The metric then returns a PooledValue per clip. A cell's ``mean`` and
+    ``std`` are over every item of its clips (each clip weighs by its count),
+    with ``<items>`` (the number of items) and ``clip_mean`` (each clip once)
+    beside them. Bootstrap intervals still resample clips, the unit that was
+    sampled, and paired tests against the baselines stay per clip.
+    """
+
+    items: str  # what a clip's value averages, plural; also the results key of their count ("pairs")
+    description: str  # for the reports, e.g. "pooled over scored pairs, as evaluate_lib.py"
+
+
+@dataclass(frozen=True)
+class PooledValue:
+    """A clip's value of a pooled metric: the mean of ``count`` items and their
+    variance (population, as np.var), from which the cell's std over items
+    follows exactly. ``float()`` of it is the mean, so callers that want a
+    number get one."""
+
+    mean: float
+    count: int
+    variance: float = 0.0
+
+    def __float__(self) -> float:
+        return float(self.mean)
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     """A metric: a pure function of MetricInputs returning a float.
 
@@ -208,7 +241,9 @@ class MetricSpec:
     reports, so a scale-invariant score is never read as a level check).
     ``needs_voice``: the metric is meaningless when the clean target is silent
     (music-only clips) and is skipped there. The function raises MetricUndefined
-    when it has no value on a clip.
+    when it has no value on a clip. ``pooling``: None, each clip counts once
+    in a cell's figures; a Pooling, the function returns a PooledValue and the
+    cells pool its items (see Pooling).
     """
 
     name: str
@@ -223,6 +258,7 @@ class MetricSpec:
     version: Callable[[], str] | str = ""
     default: bool = True
     tasks: tuple[str, ...] = (ENHANCEMENT,)  # the clips it scores; others skip it
+    pooling: Pooling | None = None  # None: a cell's figures weigh each clip once
 
 
 # --------------------------------------------------------------------------- results
@@ -255,6 +291,9 @@ class ClipRecord:
     # The output came from the cache (nsbench.cache): its timings are those of
     # the run that made it.
     from_cache: bool = False
+    # Metrics with a Pooling: metric -> {"count": items, "variance": their
+    # variance} on this clip, beside its value in ``scores``.
+    pooled: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:

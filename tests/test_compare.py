@@ -96,3 +96,17 @@ def test_bad_compare_arguments_are_one_line(cli, tmp_path, capsys):
     with pytest.raises(UserError, match="expected 0.1 or METRIC=0.1"):
         parse_tolerances(["stoi=lots"])
     assert parse_tolerances(["0.1", "stoi=0.01"]) == {None: 0.1, "stoi": 0.01}
+
+
+def test_results_of_another_format_version_are_refused_in_one_line(cli, tmp_path, capsys):
+    assert cli("stored") == 0
+    capsys.readouterr()
+    stored = tmp_path / "stored" / "folder" / "residual.json"
+    result = json.loads(stored.read_text())
+    assert result["format_version"] == 2
+    del result["format_version"]  # written before versions: version 1, FUSS means over clips
+    stored.write_text(json.dumps(result))
+    assert cli("now", "--compare", str(stored)) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error == [f"nsbench: error: --compare {stored}: results format version 1, this nsbench writes version 2; their figures "
+                     "are not comparable: run the stored version's command again with this nsbench to get a baseline"]

@@ -553,9 +553,12 @@ def test_fuss_clips_recompute_the_mixture_and_pad_to_four_sources(fuss_root, cac
     clip = sources[2].load()
     folder = fuss_root / "eval" / "example0002_sources"
     expected = [read_audio(folder / name)[0] for name in source_names(3)]
-    assert clip.sources.shape == (4, 8000) and clip.is_separation
+    # Zero-padded to the 160000 samples evaluate_lib.py reads, and noted.
+    assert clip.sources.shape == (4, 160000) and clip.is_separation
     for row, audio in zip(clip.sources, expected):
-        np.testing.assert_array_equal(row, audio)
+        np.testing.assert_array_equal(row[:8000], audio)
+        assert not np.any(row[8000:])
+    assert "background0_sound.wav has 8000 samples: zero-padded to 160000, as evaluate_lib.py reads it" in clip.notes
     assert not np.any(clip.sources[3]) and not np.any(clip.clean)
     np.testing.assert_array_equal(clip.noisy, clip.sources.sum(axis=0))
     assert clip.source_path == str(fuss_root / "eval" / "example0002.wav")
@@ -652,6 +655,7 @@ def independent_fuss(references: np.ndarray, estimates: np.ndarray) -> dict:
         "pairs": len(pairs),
         "sisnr": sum(sisnr) / len(sisnr) if pairs else None,
         "sisnri": sum(sisnri) / len(sisnri) if pairs else None,
+        "sisnri_pairs": sisnri,
         "under": sum(est_active) < sum(ref_active),
         "over": sum(est_active) > sum(ref_active),
     }
@@ -679,8 +683,12 @@ def check_against_independent(references, estimates) -> dict:
     assert fuss_sisnr.fuss_under_separated_metric(metric_inputs) == float(expected["under"])
     assert fuss_sisnr.fuss_over_separated_metric(metric_inputs) == float(expected["over"])
     if expected["pairs"]:
-        assert fuss_sisnr.fuss_sisnr_metric(metric_inputs) == pytest.approx(expected["sisnr"], abs=1e-4)
-        assert fuss_sisnr.fuss_sisnri_metric(metric_inputs) == pytest.approx(expected["sisnri"], abs=1e-4)
+        assert float(fuss_sisnr.fuss_sisnr_metric(metric_inputs)) == pytest.approx(expected["sisnr"], abs=1e-4)
+        improvement = fuss_sisnr.fuss_sisnri_metric(metric_inputs)
+        assert float(improvement) == pytest.approx(expected["sisnri"], abs=1e-4)
+        # The items the cells pool: one per scored pair, with their spread.
+        assert improvement.count == expected["pairs"]
+        assert improvement.variance == pytest.approx(float(np.var(expected["sisnri_pairs"])), rel=1e-4, abs=1e-3)
     return expected
 
 
@@ -722,7 +730,7 @@ def test_fuss_estimate_25_db_below_the_quietest_reference_does_not_count():
     assert faint["pairs"] == 1 and faint["under"]
     # Only the loud pair is scored, though the faint estimate alone would reach +80 dB.
     loud_pair = independent_si_snr(r0, r0 + 0.1 * n0)
-    assert fuss_sisnr.fuss_sisnr_metric(fuss_inputs(references, [r0 + 0.1 * n0, r1 * 10 ** (-25 / 20), zero, zero])) == \
+    assert float(fuss_sisnr.fuss_sisnr_metric(fuss_inputs(references, [r0 + 0.1 * n0, r1 * 10 ** (-25 / 20), zero, zero]))) == \
         pytest.approx(loud_pair, abs=1e-4)
     within = check_against_independent(references, [r0 + 0.1 * n0, (r1 + 0.01 * n0) * 10 ** (-15 / 20), zero, zero])
     assert within["pairs"] == 2 and not within["under"]

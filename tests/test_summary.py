@@ -151,3 +151,44 @@ def test_the_reported_intervals_cover_the_true_mean_and_median_about_95_percent(
         block = uncertainty({"m": list(rng.normal(5.0, 2.0, size=30))})["m"]
         covered += [block["mean_ci95"][0] <= 5.0 <= block["mean_ci95"][1], block["median_ci95"][0] <= 5.0 <= block["median_ci95"][1]]
     assert all(0.88 <= share <= 0.99 for share in covered / 300), covered / 300
+
+
+def pooled_record(clip: str, pairs: list[float], sources: str, condition: str, seed: int | None = None) -> ClipRecord:
+    """A clip of a metric pooled over pairs, recorded as the run loop records it."""
+    r = ClipRecord(engine="e", clip_id=clip, labels={"sources": sources, "condition": condition}, seed=seed)
+    r.scores = {"pairs_metric": float(np.mean(pairs)), "plain": float(len(pairs))}
+    r.pooled = {"pairs_metric": {"count": len(pairs), "variance": float(np.var(pairs))}}
+    return r
+
+
+def test_a_pooled_metric_pools_items_within_every_cell_key_and_seeds_pool_their_items():
+    from nsbench.types import Pooling
+
+    pooled_metric = MetricSpec(name="pairs_metric", func=lambda inputs: 0.0, unit="dB", higher_is_better=True, description="",
+                               ignores="", pooling=Pooling(items="pairs", description="pooled over pairs"))
+    clips = {  # clip -> (pairs, sources, condition)
+        "a": ([1.0, 2.0], "2", "clean"), "b": ([10.0, 11.0, 12.0], "3", "clean"), "c": ([4.0], "2", "clean"),
+        "d": ([-5.0, -6.0], "2", "mp3"), "e": ([7.0, 8.0, 9.0, 30.0], "4", "mp3"),
+    }
+    records = [pooled_record(clip, pairs, sources, condition) for clip, (pairs, sources, condition) in clips.items()]
+    summary = summarise(records, [pooled_metric, metric("plain")], ["sources", "condition"], headline="pairs_metric",
+                        pooled_cells={"2-4": ("2", "3", "4")})
+    rows = {tuple(row["cell"].values()): row for row in summary["cells"]}
+    # Each pooled row stays within its condition: never across.
+    assert [key for key in rows if key[0] == "2-4"] == [("2-4", "clean"), ("2-4", "mp3")]
+    for condition in ("clean", "mp3"):
+        items = [v for pairs, _, c in clips.values() if c == condition for v in pairs]
+        stats = rows[("2-4", condition)]["metrics"]["pairs_metric"]
+        assert stats["mean"] == pytest.approx(np.mean(items), abs=1e-12) and stats["std"] == pytest.approx(np.std(items), abs=1e-12)
+        assert stats["pairs"] == len(items) and stats["n"] == sum(c == condition for _, _, c in clips.values())
+        assert stats["clip_mean"] == pytest.approx(np.mean([np.mean(p) for p, _, c in clips.values() if c == condition]))
+        # A metric without a Pooling: the plain mean over clips.
+        plain = rows[("2-4", condition)]["metrics"]["plain"]
+        assert plain["mean"] == pytest.approx(np.mean([len(p) for p, _, c in clips.values() if c == condition])) and "std" not in plain
+    two_clean = rows[("2", "clean")]["metrics"]["pairs_metric"]
+    assert two_clean["mean"] == pytest.approx(7 / 3) and two_clean["clip_mean"] == pytest.approx(2.75)
+    # Seeds: every (clip, seed) row's items pool; the clip still counts once in n.
+    seeded = [pooled_record("a", [1.0, 2.0], "2", "clean", seed=0), pooled_record("a", [3.0], "2", "clean", seed=1)]
+    stats = summarise(seeded, [pooled_metric], ["sources"])["metrics"]["pairs_metric"]
+    assert (stats["n"], stats["pairs"], stats["mean"]) == (1, 3, pytest.approx(2.0))
+    assert stats["std"] == pytest.approx(np.std([1.0, 2.0, 3.0]))
