@@ -14,6 +14,21 @@ Clean and noisy files are paired by their path relative to ``clean/`` and
 ``str.replace('clean', 'noisy')`` on the whole absolute path, so a data folder
 under, say, ``/data/cleaned/`` sends it to ``/data/noisyed/``; pairing by
 relative path has no such failure.)
+
+Official scripts: earthspecies/biodenoising (line numbers at commit 844431d).
+``evaluate.py`` scores each file with torchmetrics'
+``scale_invariant_signal_distortion_ratio`` (no mean removal) and SI-SDRi =
+SI-SDR(denoised) - SI-SDR(noisy) (lines 85-92), and prints the mean and the
+median over the files (154-155): nsbench's ``si_sdr`` and ``si_sdri`` with
+their ``mean`` and ``median``. ``results.py`` pools every file x seed row of a
+method (``process_file`` 90-108), and reports the median with
+``scipy.stats.median_abs_deviation`` (unscaled, lines 28-29) and a bootstrap
+95% CI of the median from ``confidence_intervals`` (1000 resamples, line 36):
+with ``--seeds``, nsbench's ``pooled`` block (``median``, ``mad``,
+``median_ci95``), while its top-level figures count each clip once by its mean
+over seeds, as the seed card aggregates. Departure by design: pairing by
+relative path (above), and the engine's declared delay is removed before
+scoring.
 """
 from __future__ import annotations
 

@@ -4,6 +4,10 @@ Synthetic speech from several espeak-ng voices (shipped inside the PyPI package
 espeakng-loader) mixed with six kinds of interference at -5, 0, 5 and 10 dB SNR,
 plus music-only clips (the user wants silence) and clean-voice clips (the engine
 must not damage them). Deterministic for a seed, cached on disk, no download.
+
+No official script: nsbench's own set and protocol. Each metric's ``mean``,
+``median`` and ``mad`` are over clips, each clip once, per cell (noise x SNR)
+and overall, the worst cell beside the mean, as the nomus write-up reports.
 """
 from __future__ import annotations
 

@@ -8,6 +8,21 @@ are Picovoice's too.
 
 ``--remix-snr-db S [S ...]`` remixes every pair at each S with Picovoice's
 remixer (:mod:`nsbench.remix`), so one run gives one table with a row per SNR.
+
+Official script: Picovoice/noise-suppression-benchmark (line numbers at commit
+c4d5d9f). Per file, ``pystoi.stoi(clean, denoised, fs, extended=False)`` on
+the file as soundfile reads it (``benchmark.py`` 40-44, ``metrics.py`` 6-11),
+and RTF = the engine's runtime over the file's duration (``benchmark.py`` 43);
+the reported figures are ``np.mean`` over the files of each (113-114, written
+as ``{"rtf", "stoi"}`` 120-122). nsbench's ``stoi`` key is that mean. Its
+``rtf`` is total CPU time over total duration, where Picovoice's is the mean
+of per-file wall-clock ratios (``perf_counter`` around the engine call,
+``engine.py`` 64-66, 118-120): on DNS 2020's files, all 10 s, the ratio of
+totals equals the mean of ratios; CPU rather than wall time is a departure by
+design (``rtf_wall`` is beside it), and so is removing every engine's declared
+or measured delay before scoring, where Picovoice removes Koala's
+(``engine.py`` 71) and none for RNNoise. Remixes follow ``remixer.py`` (peak
+512-sample-frame energy, lines 10 and 51).
 """
 from __future__ import annotations
 

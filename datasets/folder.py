@@ -1,4 +1,10 @@
-"""``folder``: a user's own ``noisy/`` and ``clean/`` folders, paired by file name."""
+"""``folder``: a user's own ``noisy/`` and ``clean/`` folders, paired by file name.
+
+No official script: a user's set follows nsbench's own protocol. Each metric's
+``mean``, ``median`` and ``mad`` are over clips, each clip once (a clip run with
+several seeds counts once, by its mean over seeds), as Picovoice's benchmark
+averages files; one cell, named after the folder.
+"""
 from __future__ import annotations
 
 import functools

@@ -27,6 +27,21 @@ whose wheels bundle FFmpeg: no system ffmpeg needed).
   level in that song, not against its own quiet bleed), plus a floor of -60 dBFS
   RMS, so a vocals stem holding only noise or bleed is not mistaken for a voice.
   Vocal activity is measured once per track and cached under ``$NSBENCH_CACHE``.
+
+Official script: the Music Demixing Challenge 2021 starter kit
+(AIcrowd/music-demixing-challenge-starter-kit ``evaluator/music_demixing.py``,
+``scoring``: ``sdr`` with ``delta = 1e-7``, about lines 75-82, and a song's
+score as the mean over its four stems, line 108; the leaderboard is the mean
+over songs). ``metrics/demixing.py`` matches that formula to 1e-6 dB. The
+figures **cannot stand beside the leaderboard**, by design: nsbench scores two
+stems (the voice, and the accompaniment as noisy minus output) where the
+challenge scores bass, drums, other and vocals; it scores 10 s excerpts by
+default where the challenge scores whole tracks (``--musdb-excerpt-seconds 0``
+gives whole tracks, and then the mean over clips is a mean over songs); it
+downmixes to mono where the challenge scores stereo; and it feeds engines the
+sum of the stems, not ``mixture.wav``. What does carry over: per track, the mean
+over its stems (``mdx_sdr``), then the mean over tracks (the ``mean`` of
+``mdx_sdr``).
 """
 from __future__ import annotations
 

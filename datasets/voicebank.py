@@ -5,6 +5,18 @@ same basenames (``p232_001.wav`` ... ``p257_434.wav``, 824 files, 48 kHz mono) a
 optionally ``logfiles/log_testset.txt``, lines ``<fileid> <noise> <snr>``. Read
 and scored at 16 kHz by default, as the published numbers are
 (``--voicebank-rate 48000`` keeps the original rate).
+
+No evaluation script ships with the corpus (Valentini-Botinhao et al. 2016,
+Edinburgh DataShare). The figures papers report, and the noisy-input reference
+nsbench checks against (edge-speech-denoising-benchmark,
+``speech_denoising/metrics/audio_metrics.py``, ``evaluate``: PESQ wide-band,
+``pystoi.stoi(..., extended=False)`` and zero-mean SI-SNR per utterance at
+16 kHz, then ``statistics.mean`` over the 824 utterances), are means over
+files: nsbench's ``mean`` per metric, over all clips. Departures by design:
+the 48 kHz files are resampled with soxr "HQ" (librosa's default), not
+necessarily the resampler a paper used, which moves PESQ in the second
+decimal; nsbench's ``si_sdr`` is not zero-mean (``si_sdr_zm`` is), and cells
+split the mean by noise type and SNR from ``log_testset.txt``.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ removed. So on any enhancement clip:
 * ``mdx_sdr``: the mean of the two stems, the challenge's record score.
 
 No scale invariance: a voice turned down 6 dB scores at most 6 dB, whatever the
-noise did. Compared over whole tracks (``--excerpt-seconds 0`` on MUSDB) the
+noise did. Compared over whole tracks (``--musdb-excerpt-seconds 0`` on MUSDB) the
 mean over tracks is the challenge's number; over excerpts it is the mean of
 per-excerpt SDRs, which weights quiet and loud passages equally.
 """
