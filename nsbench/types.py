@@ -235,7 +235,7 @@ class PooledValue:
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A metric: a pure function of MetricInputs returning a float.
+    """A metric: a pure function of MetricInputs returning a float (a PooledValue with ``pooling``).
 
     ``ignores`` says in a few words what the metric cannot see (shown beside it in
     reports, so a scale-invariant score is never read as a level check).
