@@ -148,6 +148,7 @@ def cell(result: dict, sources: str) -> dict:
     return next(row for row in result["cells"] if row["cell"] == {"sources": sources})
 
 
+@pytest.mark.slow
 def test_cells_report_the_mean_and_std_over_scored_pairs(fuss_run):
     root, folder = fuss_run
     result = json.loads((folder / "r" / "fuss" / "bands.json").read_text())
@@ -181,6 +182,7 @@ def test_cells_report_the_mean_and_std_over_scored_pairs(fuss_run):
     assert abs(stats["clip_mean"] - stats["mean"]) > 0.1
 
 
+@pytest.mark.slow
 def test_per_clip_metrics_and_the_interval_stay_per_clip(fuss_run):
     root, folder = fuss_run
     result = json.loads((folder / "r" / "fuss" / "bands.json").read_text())
