@@ -115,7 +115,7 @@ def item_parts(record: ClipRecord, metric: str) -> tuple[float, float]:
 
 def pooled_mean_ci(per_clip: Sequence[Sequence[tuple[float, float, float]]], level: float = 0.95) -> list[float]:
     """Percentile bootstrap CI of the item-pooled mean, resampling clips (with
-    their items), as quick_resample_indices draws them. None for one clip."""
+    their items), as quick_resample_indices draws them; NaN for one clip."""
     if len(per_clip) < 2:
         return [math.nan, math.nan]
     sums = np.array([sum(mean * count for mean, count, _ in rows) for rows in per_clip])
