@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import shlex
 import sys
@@ -18,7 +19,7 @@ from typing import Any, Iterator, Sequence
 
 from tqdm import tqdm
 
-from nsbench import cache, provenance
+from nsbench import cache, conditions, provenance
 from nsbench.extras import RunExtras
 from nsbench.extras import add_arguments as add_report_arguments
 from nsbench.audio import write_audio
@@ -30,7 +31,7 @@ from nsbench.runner import LAG_COMPENSATION, run_engine
 from nsbench.summary import alignment_summary, summarise
 from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError
 
-LIST_CHOICES = ("engines", "datasets", "metrics", "plugins", "cache")
+LIST_CHOICES = ("engines", "datasets", "metrics", "conditions", "plugins", "cache")
 EXIT_USER_ERROR = 2
 
 
@@ -44,6 +45,9 @@ def build_parser(manager) -> argparse.ArgumentParser:
     parser.add_argument("--output-folder", help="save each engine's processed audio here")
     parser.add_argument("--results-folder", default="results", help="where result files go (default: results)")
     parser.add_argument("--metric", action="append", default=[], help="metric to compute (repeatable); default: all available")
+    parser.add_argument("--condition", action="append", default=[], metavar="NAME[+NAME...]",
+                        help="run the set once per input condition (repeatable; a+b applies a, then b); "
+                             "'none', the input as it is, is always added; --list conditions shows them")
     parser.add_argument("--limit", type=int, help="run only the first N clips (the demo set orders them to cover every cell early)")
     parser.add_argument("--plugin", action="append", default=[], help="load a plugin: path/to/file.py or package.module")
     parser.add_argument("--list", choices=LIST_CHOICES, help="list what is registered and exit")
@@ -139,6 +143,7 @@ class RunSettings:
     warned: set[str] = field(default_factory=set)  # cache warnings already printed
     # With a cache: each metric's digest (name, version, code), the same for every engine.
     metric_identities: dict[str, str] = field(default_factory=dict)
+    conditions: list[str] = field(default_factory=list)  # --condition, none first; [] without
 
     @property
     def options(self) -> dict[str, Any]:
@@ -150,6 +155,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     check_arguments(args, dataset)
     engines = select_engines(args.engine, registry)
     metrics = select_metrics(args.metric, registry)
+    chosen = conditions.resolve(args.condition, registry.conditions)  # a missing codec stops the run here
     sources = dataset.clips(vars(args))[: args.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
@@ -159,9 +165,14 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
         "provenance": {**provenance.collect(argv), "jobs": args.jobs},
     }
+    if chosen:  # each clip once per condition, a cell each
+        dataset = dataclasses.replace(dataset, cell_keys=conditions.with_condition_cells(dataset.cell_keys))
+        sources = conditions.conditioned_sources(sources, chosen)
+        shared["provenance"]["conditions"] = conditions.provenance(chosen, registry.conditions)
     extras = RunExtras(args, folder, dataset, sources, metrics)
     run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)
-    settings = RunSettings(args, registry, sources, metrics, folder, extras.audio_folder, run_cache)
+    settings = RunSettings(args, registry, sources, metrics, folder, extras.audio_folder, run_cache,
+                           conditions=[condition.name for condition in chosen])
     if run_cache:
         settings.metric_identities = metric_identities(metrics, registry)
     with executor(args) as settings.dask_client:
@@ -215,7 +226,9 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
         if interrupted:
             break
     sections, exit_code = extras.finish(results)
-    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run, dataset.table_metrics, args.jobs, sections)
+    top, by_condition = conditions.report_parts(results) if settings.conditions else ([], [])
+    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run, dataset.table_metrics, args.jobs,
+                             [*by_condition, *sections], top=top)
     if interrupted:
         report = interruption_report(report, interrupted, engine, records, planned_runs(engine, sources, args))
     (folder / "report.md").write_text(report)
@@ -242,6 +255,8 @@ def summarise_engine(
     if cached:
         engine_notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
     info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes)
+    if settings.conditions:  # the engine's gain under each condition (the passthrough's: the input's score)
+        extra = {**extra, "conditions": conditions.condition_cells(records, settings.metrics, settings.conditions)}
     return engine_result(engine.name, dataset.name, summary, settings.metrics, {**extra, "engine_info": info})
 
 
@@ -458,7 +473,7 @@ def list_text(what: str, registry: Registry, manager) -> str:
 
 
 def extra_header(what: str) -> tuple[str, ...]:
-    return {"engines": ("rate", "delay", "oracle"), "metrics": ("unit", "better", "ignores")}.get(what, ())
+    return {"engines": ("rate", "delay", "oracle"), "metrics": ("unit", "better", "ignores"), "conditions": ("reference",)}.get(what, ())
 
 
 def extra_columns(what: str, spec: Any) -> tuple[str, ...]:
@@ -466,6 +481,8 @@ def extra_columns(what: str, spec: Any) -> tuple[str, ...]:
         return (str(spec.sample_rate or "any"), str(spec.delay), "oracle" if spec.oracle else "")
     if what == "metrics":
         return (spec.unit, "higher" if spec.higher_is_better else "lower", spec.ignores)
+    if what == "conditions":
+        return ("also" if spec.reference else "untouched",)
     return ()
 
 

@@ -11,6 +11,7 @@ from typing import Callable
 
 import pluggy
 
+from nsbench.conditions import ConditionSpec
 from nsbench.types import DatasetSpec, EngineSpec, MetricSpec
 
 PROJECT = "nsbench"
@@ -31,6 +32,12 @@ def register_datasets(register: Callable[[DatasetSpec], None]) -> None:
 @hookspec
 def register_metrics(register: Callable[[MetricSpec], None]) -> None:
     """Call ``register(MetricSpec(...))`` once per metric."""
+
+
+@hookspec
+def register_conditions(register: Callable[[ConditionSpec], None]) -> None:
+    """Call ``register(ConditionSpec(...))`` once per input condition (a codec
+    round trip, a limiter): a transform of the noisy input before the engine."""
 
 
 @hookspec

@@ -15,10 +15,11 @@ from typing import Callable, Generic, TypeVar
 
 import pluggy
 
+from nsbench.conditions import ConditionSpec
 from nsbench.plugins import plugin_origin
 from nsbench.types import DatasetSpec, EngineSpec, MetricSpec, UserError, spec_version
 
-SpecT = TypeVar("SpecT", EngineSpec, DatasetSpec, MetricSpec)
+SpecT = TypeVar("SpecT", EngineSpec, DatasetSpec, MetricSpec, ConditionSpec)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class Registry:
     engines: Kind[EngineSpec]
     datasets: Kind[DatasetSpec]
     metrics: Kind[MetricSpec]
+    conditions: Kind[ConditionSpec] = field(default_factory=lambda: Kind("condition"))
 
 
 def build_registry(manager: pluggy.PluginManager) -> Registry:
@@ -121,6 +123,7 @@ def build_registry(manager: pluggy.PluginManager) -> Registry:
     collect(manager, "register_engines", EngineSpec, registry.engines)
     collect(manager, "register_datasets", DatasetSpec, registry.datasets)
     collect(manager, "register_metrics", MetricSpec, registry.metrics)
+    collect(manager, "register_conditions", ConditionSpec, registry.conditions)
     return registry
 
 

@@ -369,8 +369,10 @@ def report_markdown(
     extra_columns: Sequence[str] = (),
     jobs: int = 1,
     sections: Sequence[str] = (),
+    top: Sequence[str] = (),
 ) -> str:
-    """``sections``: more markdown (plots, a comparison with stored results) before the legend."""
+    """``sections``: more markdown (plots, a comparison with stored results) before the legend;
+    ``top``: paragraphs after the introduction (each engine's worst input condition)."""
     ordered = sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
     parts = [
         f"# nsbench report: {dataset}",
@@ -378,6 +380,7 @@ def report_markdown(
         "si_sdr_zm in the JSON is the zero-mean convention. RTF is CPU time (process and "
         "children) over audio duration, resampling included, model loading excluded; "
         f"{jobs} worker process{'es' if jobs > 1 else ''} shared the machine's cores, which inflates wall-clock RTF.",
+        *top,
         "## Per engine: mean and worst cell",
         summary_table(ordered),
         "## Checks: alignment and degenerate output",

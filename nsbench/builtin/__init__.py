@@ -1,7 +1,7 @@
 """The built-in adapters, imported through the core.
 
-The repository keeps them in top-level ``engines/``, ``datasets/`` and
-``metrics/`` folders with no ``__init__.py``. Pointing this package's
+The repository keeps them in top-level ``engines/``, ``datasets/``,
+``metrics/`` and ``conditions/`` folders with no ``__init__.py``. Pointing this package's
 ``__path__`` at the repository root makes them importable as
 ``nsbench.builtin.engines.passthrough`` and so on, while a bare
 ``import datasets`` (Hugging Face, which transformers imports) still finds the
@@ -21,6 +21,7 @@ BUILTIN_MODULES = {
     "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "oracle_masks", "koala"],
     "datasets": ["demo", "folder", "dns2020", "voicebank", "musdb", "biodenoising", "fuss"],
     "metrics": ["sisdr", "intelligibility", "levels", "realtime", "pesq_metric", "dnsmos", "demixing", "fuss_sisnr"],
+    "conditions": ["processing", "codecs"],
 }
 
 

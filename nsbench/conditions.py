@@ -1,0 +1,253 @@
+"""Input conditions: what happens to a clip before the engine hears it.
+
+A condition is a named, deterministic transform of a clip's noisy input (a
+codec round trip, a limiter, a telephone band), registered by a plugin with
+``register_conditions``. ``--condition`` runs the whole set once per condition
+named, each its own cell under the label ``condition`` (beside ``noise`` and
+``snr_db``); ``none`` (the input as it is) is always among them, so every
+condition's gain has the unprocessed gain beside it. ``a+b`` composes: ``a``
+first, then ``b``.
+
+A condition says whether it also applies to the clean reference: band-limiting
+both keeps an intelligibility score fair, while a codec's loss is exactly what
+the engine should not be credited for, so the reference stays as it was.
+
+Conditioned clips keep their dataset's loader and wrap it (a partial of a
+module-level function, so worker processes and Dask receive them); their id is
+``<clip>@<condition>``. The cache keys outputs on the clip's audio, which is
+now the conditioned audio: outputs and scores under one condition are never
+served for another.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from nsbench.types import Clip, ClipError, ClipRecord, ClipSource, MetricSpec, UserError
+
+NONE = "none"
+LABEL = "condition"  # the clip label and the cell key
+COMPOSE = "+"
+ID_SEPARATOR = "@"
+
+
+@dataclass(frozen=True)
+class ConditionSpec:
+    """A named transform of a clip's audio, registered by a plugin.
+
+    ``transform(audio, sample_rate)`` returns float32 audio of the same length
+    at the same rate; it must be deterministic (the same input gives the same
+    bytes) and picklable (a module-level function or a functools.partial).
+    ``reference``: also applied to the clean reference (and the reference
+    sources). ``parameters`` are recorded in every result file.
+    ``missing()`` returns what the machine lacks to run it ("" if nothing;
+    for example an encoder the installed FFmpeg build does not have): checked
+    before any engine runs. ``describe()`` returns the library versions and
+    codec names it used, for provenance.
+    """
+
+    name: str
+    transform: Callable[[np.ndarray, int], np.ndarray]
+    description: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    reference: bool = False
+    requires: tuple[str, ...] = ()
+    install: str = ""
+    version: Callable[[], str] | str = ""
+    missing: Callable[[], str] | None = None
+    describe: Callable[[], Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One condition of a chain, as a worker needs it: picklable."""
+
+    name: str
+    transform: Callable[[np.ndarray, int], np.ndarray]
+    reference: bool
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What one ``--condition`` names: registered conditions applied in order."""
+
+    name: str
+    specs: tuple[ConditionSpec, ...]
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(Step(spec.name, spec.transform, spec.reference) for spec in self.specs if spec.name != NONE)
+
+
+def resolve(names: Sequence[str], kind: Any) -> list[Condition]:
+    """The conditions ``--condition`` asked for, ``none`` first if it was not
+    named; [] when none was asked (the run is then exactly as without).
+    ``kind`` is the registry's conditions. An unknown name, a missing package or
+    a missing codec raises UserError, before any engine runs."""
+    if not names:
+        return []
+    ordered = list(dict.fromkeys(name.strip() for name in names))
+    if NONE not in ordered:
+        ordered.insert(0, NONE)
+    conditions = []
+    for name in ordered:
+        parts = name.split(COMPOSE)
+        specs = tuple(kind.require_available(part.strip()).spec for part in parts)
+        conditions.append(Condition(COMPOSE.join(spec.name for spec in specs), specs))
+    for spec in {spec.name: spec for condition in conditions for spec in condition.specs}.values():
+        lacking = spec.missing() if spec.missing else ""
+        if lacking:
+            raise UserError(f"condition '{spec.name}' cannot run: {lacking}")
+    return conditions
+
+
+def conditioned_sources(sources: Sequence[ClipSource], conditions: Sequence[Condition]) -> list[ClipSource]:
+    """Each clip under each condition, a clip's conditions together (so a
+    partial or interrupted run still pairs them). Unchanged without conditions."""
+    if not conditions:
+        return list(sources)
+    return [conditioned(source, condition) for source in sources for condition in conditions]
+
+
+def conditioned(source: ClipSource, condition: Condition) -> ClipSource:
+    labels = {**source.labels, LABEL: condition.name}
+    if not condition.steps:  # none: the dataset's own clip, the same id, the same cache entries
+        return ClipSource(source.clip_id, source.load, labels)
+    return ClipSource(
+        clip_id=f"{source.clip_id}{ID_SEPARATOR}{condition.name}",
+        load=functools.partial(load_conditioned, source.load, condition.name, condition.steps),
+        labels=labels,
+    )
+
+
+def load_conditioned(load: Callable[[], Clip], name: str, steps: Sequence[Step]) -> Clip:
+    """The dataset's clip with the condition applied: each step to the noisy
+    input, and to the references where the step says so. A step that fails
+    fails this clip, with the reason."""
+    clip = load()
+    noisy, clean, sources = clip.noisy, clip.clean, clip.sources
+    for step in steps:
+        noisy = apply(step, noisy, clip.sample_rate, "noisy input")
+        if step.reference:
+            clean = apply(step, clean, clip.sample_rate, "clean reference")
+            if sources is not None:
+                sources = np.stack([apply(step, row, clip.sample_rate, "reference sources") for row in sources])
+    # The noise stem no longer adds up with the conditioned input: dropped.
+    return dataclasses.replace(
+        clip, clip_id=f"{clip.clip_id}{ID_SEPARATOR}{name}", noisy=noisy, clean=clean, sources=sources, noise=None,
+        labels={**clip.labels, LABEL: name},
+    )
+
+
+def apply(step: Step, audio: np.ndarray, rate: int, role: str) -> np.ndarray:
+    audio = np.asarray(audio, dtype=np.float32)
+    try:
+        result = step.transform(audio, rate)
+    except ClipError as error:
+        raise ClipError(f"condition {step.name} failed on the {role}: {error}") from error
+    except Exception as error:
+        raise ClipError(f"condition {step.name} failed on the {role}: {type(error).__name__}: {error}") from error
+    result = np.asarray(result, dtype=np.float32)
+    if result.shape != audio.shape:
+        raise ClipError(f"condition {step.name} returned {result.shape} samples for {audio.shape} on the {role}")
+    if not np.all(np.isfinite(result)):
+        raise ClipError(f"condition {step.name} returned NaN or Inf on the {role}")
+    return result
+
+
+def with_condition_cells(cell_keys: Sequence[str]) -> tuple[str, ...]:
+    """The dataset's cell keys with ``condition`` last: FUSS pools the values
+    of its first key, which must stay first."""
+    return (*cell_keys, LABEL) if LABEL not in cell_keys else tuple(cell_keys)
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def provenance(conditions: Sequence[Condition], kind: Any) -> list[dict[str, Any]]:
+    """Per condition: its steps' names, parameters, and what they ran with."""
+    return [
+        {"name": condition.name, "steps": [step_provenance(spec, kind) for spec in condition.specs]}
+        for condition in conditions
+    ]
+
+
+def step_provenance(spec: ConditionSpec, kind: Any) -> dict[str, Any]:
+    record = kind.get(spec.name)
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": dict(spec.parameters),
+        "applies_to_reference": spec.reference,
+        "version": record.version,
+        "origin": record.origin,
+        **(dict(spec.describe()) if spec.describe else {}),
+    }
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def condition_cells(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec], names: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per condition (in the order asked), over every clip under it:
+    the engine's gain under each condition; for the passthrough, the input's
+    own score under it."""
+    from nsbench.summary import cell_row
+
+    by_condition: dict[str, list[ClipRecord]] = {name: [] for name in names}
+    for record in records:
+        by_condition.setdefault(record.labels.get(LABEL, NONE), []).append(record)
+    return [cell_row({LABEL: name}, members, metrics) for name, members in by_condition.items() if members]
+
+
+def largest_loss(result: Mapping[str, Any], metric: str, higher_is_better: bool) -> dict[str, Any] | None:
+    """The condition under which the engine's ``metric`` falls furthest below
+    its value under ``none``; None without conditions or values."""
+    means = {row["cell"][LABEL]: row["metrics"].get(metric, {}).get("mean", np.nan) for row in result.get("conditions", [])}
+    baseline = means.pop(NONE, np.nan)
+    candidates = {name: value for name, value in means.items() if np.isfinite(value)}
+    if not np.isfinite(baseline) or not candidates:
+        return None
+    sign = 1 if higher_is_better else -1
+    worst = min(candidates, key=lambda name: sign * candidates[name])
+    return {"condition": worst, "metric": metric, "value": candidates[worst], "none": baseline,
+            "loss": sign * (baseline - candidates[worst])}
+
+
+def loss_lines(results: Sequence[Mapping[str, Any]], metric: str, higher_is_better: bool, skip: str) -> list[str]:
+    """For the report's top section: per engine (not ``skip``, the passthrough,
+    whose gain is 0 everywhere), the condition where it loses most."""
+    lines = []
+    for result in results:
+        loss = largest_loss(result, metric, higher_is_better)
+        if result["engine"] == skip or loss is None:
+            continue
+        verb = "loses most" if loss["loss"] > 0 else "loses nothing against none; least gain"
+        lines.append(
+            f"- **{result['engine']}** {verb} under **{loss['condition']}**: {metric} {loss['value']:.2f} there "
+            f"against {loss['none']:.2f} under none ({-loss['loss']:+.2f})"
+        )
+    return lines
+
+
+def report_parts(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """report.md's paragraph for its top section (each engine's worst
+    condition against none) and its per-condition section."""
+    from nsbench.report import BASELINE_ENGINE, cell_table, headline_higher_is_better, headline_of
+
+    ordered = sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
+    headline = headline_of(ordered)
+    lines = loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), BASELINE_ENGINE)
+    top = ["**Input conditions**: where each engine loses most against its gain under none "
+           f"(per-condition means below).\n\n" + "\n".join(lines)] if lines else []
+    table = cell_table([{**result, "cells": result.get("conditions", [])} for result in ordered], (LABEL,))
+    section = (
+        "## Per condition\n\n"
+        "Means over every clip under each input condition (--condition). The passthrough's row is the input's own "
+        "score under that condition; an engine's gain (SI-SDRi) is over that conditioned input.\n\n" + table
+    )
+    return top, [section]
