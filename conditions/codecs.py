@@ -60,11 +60,11 @@ CODECS = {
 }
 
 
-def round_trip(audio: np.ndarray, sample_rate: int, codec: str) -> np.ndarray:
-    """``audio`` encoded and decoded by ``codec`` (a key of CODECS), back at
-    ``sample_rate`` and aligned with the input."""
+def round_trip(audio: np.ndarray, sample_rate: int, codec: Codec) -> np.ndarray:
+    """``audio`` encoded and decoded by ``codec``, back at ``sample_rate`` and
+    aligned with the input."""
     delay = codec_delay(codec, sample_rate)
-    return fit_length(unaligned_round_trip(audio, sample_rate, CODECS[codec])[delay:], len(audio))
+    return fit_length(unaligned_round_trip(audio, sample_rate, codec)[delay:], len(audio))
 
 
 def unaligned_round_trip(audio: np.ndarray, sample_rate: int, setting: Codec) -> np.ndarray:
@@ -117,12 +117,11 @@ def decoded_samples(array: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def codec_delay(codec: str, sample_rate: int) -> int:
+def codec_delay(setting: Codec, sample_rate: int) -> int:
     """Samples (at ``sample_rate``, the clip's) by which ``codec``'s round
     trip lags its input, measured once per process and rate on probe_signal.
     Measured at the clip's rate, not the codec's: AMR-NB's delay is not a
     whole number of 8 kHz samples (40 of them at 8 kHz, 79 at 16 kHz)."""
-    setting = CODECS[codec]
     probe = probe_signal(sample_rate)
     decoded = unaligned_round_trip(probe, sample_rate, setting)
     lag = estimate_lag(decoded[: len(probe)], probe, int(MAX_DELAY_SECONDS * sample_rate))
@@ -153,17 +152,16 @@ def probe_signal(rate: int, seed: int = PROBE_SEED, seconds: float = PROBE_SECON
     return (0.1 * signal / np.sqrt(np.mean(signal**2))).astype(np.float32)
 
 
-def missing(codec: str) -> str:
-    """"" when the installed FFmpeg encodes and decodes ``codec``; else what it lacks."""
+def missing(setting: Codec) -> str:
+    """"" when the installed FFmpeg encodes and decodes with ``setting``; else what it lacks."""
     import av
 
-    setting = CODECS[codec]
     try:
         av.codec.Codec(setting.encoder, "w")
     except Exception:
         return f"the installed FFmpeg ({ffmpeg_version()}) has no {setting.encoder} encoder. Install: {INSTALL}"
     try:
-        codec_delay(codec, setting.rate)  # a real round trip: the decoder and container work too
+        codec_delay(setting, setting.rate)  # a real round trip: the decoder and container work too
     except Exception as error:
         return f"a {setting.encoder} round trip fails with the installed FFmpeg ({ffmpeg_version()}): {error}. Install: {INSTALL}"
     return ""
@@ -175,10 +173,9 @@ def ffmpeg_version() -> str:
     return f"FFmpeg {av.ffmpeg_version_info}, PyAV {av.__version__}"
 
 
-def describe(codec: str) -> dict[str, object]:
+def describe(setting: Codec) -> dict[str, object]:
     import av
 
-    setting = CODECS[codec]
     encoder = av.codec.Codec(setting.encoder, "w")
     return {
         "ffmpeg": av.ffmpeg_version_info,
@@ -186,7 +183,7 @@ def describe(codec: str) -> dict[str, object]:
         "encoder": f"{encoder.name} ({encoder.long_name})",
         "decoder": decoder_name(setting),
         "container": setting.container,
-        "codec_delay": f"{codec_delay(codec, setting.rate)} samples at {setting.rate} Hz (removed, measured again at each clip rate)",
+        "codec_delay": f"{codec_delay(setting, setting.rate)} samples at {setting.rate} Hz (removed, measured again at each clip rate)",
     }
 
 
@@ -206,22 +203,22 @@ def av_version() -> str:
     return f"{av.__version__} (FFmpeg {av.ffmpeg_version_info})"
 
 
-def codec_condition(name: str) -> ConditionSpec:
-    setting = CODECS[name]
+def codec_condition(name: str, setting: Codec) -> ConditionSpec:
+    """A round trip through ``setting`` as a condition (a plugin may add its own codecs)."""
     return ConditionSpec(
         name=name,
-        transform=functools.partial(round_trip, codec=name),
+        transform=functools.partial(round_trip, codec=setting),
         description=setting.description,
         parameters={"encoder": setting.encoder, "codec_rate": setting.rate, "bit_rate": setting.bit_rate, "container": setting.container},
         requires=("av",),
         install=INSTALL,
         version=av_version,
-        missing=functools.partial(missing, name),
-        describe=functools.partial(describe, name),
+        missing=functools.partial(missing, setting),
+        describe=functools.partial(describe, setting),
     )
 
 
 @hookimpl
 def register_conditions(register):
-    for name in CODECS:
-        register(codec_condition(name))
+    for name, setting in CODECS.items():
+        register(codec_condition(name, setting))

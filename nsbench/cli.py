@@ -167,7 +167,8 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     }
     if chosen:  # each clip once per condition, a cell each
         dataset = dataclasses.replace(dataset, cell_keys=conditions.with_condition_cells(dataset.cell_keys))
-        sources = conditions.conditioned_sources(sources, chosen)
+        store = None if args.no_cache else (str(cache.cache_root()), not args.rerun)
+        sources = conditions.conditioned_sources(sources, chosen, store)
         shared["provenance"]["conditions"] = conditions.provenance(chosen, registry.conditions)
     extras = RunExtras(args, folder, dataset, sources, metrics)
     run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)

@@ -16,18 +16,23 @@ Conditioned clips keep their dataset's loader and wrap it (a partial of a
 module-level function, so worker processes and Dask receive them); their id is
 ``<clip>@<condition>``. The cache keys outputs on the clip's audio, which is
 now the conditioned audio: outputs and scores under one condition are never
-served for another.
+served for another. The conditioned audio itself is cached too (a codec round
+trip costs more than most engines), keyed on the dataset's clip and the
+condition's names, parameters, code and library versions.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.types import Clip, ClipError, ClipRecord, ClipSource, MetricSpec, UserError
+from nsbench import cache
+from nsbench.types import Clip, ClipError, ClipRecord, ClipSource, MetricSpec, UserError, spec_version
 
 NONE = "none"
 LABEL = "condition"  # the clip label and the cell key
@@ -82,6 +87,20 @@ class Condition:
     def steps(self) -> tuple[Step, ...]:
         return tuple(Step(spec.name, spec.transform, spec.reference) for spec in self.specs if spec.name != NONE)
 
+    def identity(self) -> str:
+        """What the conditioned audio depends on besides the clip, for the cache."""
+        parts = [
+            f"{spec.name}:{cache.json_text(spec.parameters)}:{spec.reference}:{cache.code_digest(spec.transform)}:{spec_version(spec)}"
+            for spec in self.specs
+        ]
+        return cache.digest("condition", *parts, cache.nsbench_digest(HARNESS_SOURCES))
+
+
+# The parts of nsbench conditioned audio depends on (application, resampling, alignment).
+HARNESS_SOURCES = ("conditions.py", "audio.py", "alignment.py")
+# Where conditioned audio is cached: (cache root, whether to read it); None: nowhere.
+Store = tuple[str, bool]
+
 
 def resolve(names: Sequence[str], kind: Any) -> list[Condition]:
     """The conditions ``--condition`` asked for, ``none`` first if it was not
@@ -105,30 +124,62 @@ def resolve(names: Sequence[str], kind: Any) -> list[Condition]:
     return conditions
 
 
-def conditioned_sources(sources: Sequence[ClipSource], conditions: Sequence[Condition]) -> list[ClipSource]:
+def conditioned_sources(
+    sources: Sequence[ClipSource], conditions: Sequence[Condition], store: Store | None = None
+) -> list[ClipSource]:
     """Each clip under each condition, a clip's conditions together (so a
     partial or interrupted run still pairs them). Unchanged without conditions."""
     if not conditions:
         return list(sources)
-    return [conditioned(source, condition) for source in sources for condition in conditions]
+    identities = {condition.name: condition.identity() for condition in conditions}
+    return [
+        conditioned(source, condition, identities[condition.name], store) for source in sources for condition in conditions
+    ]
 
 
-def conditioned(source: ClipSource, condition: Condition) -> ClipSource:
+def conditioned(source: ClipSource, condition: Condition, identity: str = "", store: Store | None = None) -> ClipSource:
     labels = {**source.labels, LABEL: condition.name}
     if not condition.steps:  # none: the dataset's own clip, the same id, the same cache entries
         return ClipSource(source.clip_id, source.load, labels)
     return ClipSource(
         clip_id=f"{source.clip_id}{ID_SEPARATOR}{condition.name}",
-        load=functools.partial(load_conditioned, source.load, condition.name, condition.steps),
+        load=functools.partial(load_conditioned, source.load, condition.name, condition.steps, identity, store),
         labels=labels,
     )
 
 
-def load_conditioned(load: Callable[[], Clip], name: str, steps: Sequence[Step]) -> Clip:
+def load_conditioned(
+    load: Callable[[], Clip], name: str, steps: Sequence[Step], identity: str = "", store: Store | None = None
+) -> Clip:
     """The dataset's clip with the condition applied: each step to the noisy
-    input, and to the references where the step says so. A step that fails
-    fails this clip, with the reason."""
+    input, and to the references where the step says so (from the cache when
+    it holds them). A step that fails fails this clip, with the reason."""
     clip = load()
+    references = any(step.reference for step in steps)
+    key = cache.digest(identity, cache.clip_digest(clip)) if store else ""
+    arrays = stored_arrays(store, key)
+    if arrays is None:
+        arrays = apply_steps(clip, steps)
+        if store:
+            cache.Cache(Path(store[0])).put_output(key, cache.CachedOutput(np.vstack(arrays), math.nan, math.nan, ""))
+    noisy, clean = arrays[0], arrays[1] if references else clip.clean
+    sources = arrays[2:] if references and clip.sources is not None else clip.sources
+    # The noise stem no longer adds up with the conditioned input: dropped.
+    return dataclasses.replace(
+        clip, clip_id=f"{clip.clip_id}{ID_SEPARATOR}{name}", noisy=noisy, clean=clean, sources=sources, noise=None,
+        labels={**clip.labels, LABEL: name},
+    )
+
+
+def stored_arrays(store: Store | None, key: str) -> list[np.ndarray] | None:
+    if not store or not store[1]:
+        return None
+    entry = cache.Cache(Path(store[0])).get_output(key)
+    return None if entry is None else list(entry.audio)
+
+
+def apply_steps(clip: Clip, steps: Sequence[Step]) -> list[np.ndarray]:
+    """[noisy], or [noisy, clean, *sources] when a step applies to the references."""
     noisy, clean, sources = clip.noisy, clip.clean, clip.sources
     for step in steps:
         noisy = apply(step, noisy, clip.sample_rate, "noisy input")
@@ -136,11 +187,9 @@ def load_conditioned(load: Callable[[], Clip], name: str, steps: Sequence[Step])
             clean = apply(step, clean, clip.sample_rate, "clean reference")
             if sources is not None:
                 sources = np.stack([apply(step, row, clip.sample_rate, "reference sources") for row in sources])
-    # The noise stem no longer adds up with the conditioned input: dropped.
-    return dataclasses.replace(
-        clip, clip_id=f"{clip.clip_id}{ID_SEPARATOR}{name}", noisy=noisy, clean=clean, sources=sources, noise=None,
-        labels={**clip.labels, LABEL: name},
-    )
+    if not any(step.reference for step in steps):
+        return [noisy]
+    return [noisy, clean, *(sources if sources is not None else [])]
 
 
 def apply(step: Step, audio: np.ndarray, rate: int, role: str) -> np.ndarray:
