@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -118,10 +119,23 @@ def resolve(names: Sequence[str], kind: Any) -> list[Condition]:
         specs = tuple(kind.require_available(part.strip()).spec for part in parts)
         conditions.append(Condition(COMPOSE.join(spec.name for spec in specs), specs))
     for spec in {spec.name: spec for condition in conditions for spec in condition.specs}.values():
+        check_picklable(spec)
         lacking = spec.missing() if spec.missing else ""
         if lacking:
             raise UserError(f"condition '{spec.name}' cannot run: {lacking}")
     return conditions
+
+
+def check_picklable(spec: ConditionSpec) -> None:
+    """Conditioned clips go to worker processes and Dask with their transform:
+    one that does not pickle would fail there, clip by clip; it is refused here."""
+    try:
+        pickle.dumps(spec.transform)
+    except Exception as error:
+        raise UserError(
+            f"condition '{spec.name}': its transform cannot be sent to worker processes ({error}); "
+            "make it a module-level function or a functools.partial of one"
+        ) from None
 
 
 def conditioned_sources(

@@ -188,6 +188,18 @@ def test_none_is_always_first_and_is_the_dataset_clip_itself(registry):
     assert not np.array_equal(lowpassed.clean, loaded_clip().clean)  # the band limit applies to both
 
 
+def test_a_transform_that_cannot_reach_workers_is_refused():
+    class LambdaCondition:
+        @hookimpl
+        def register_conditions(self, register):
+            register(ConditionSpec(name="lambda", transform=lambda audio, rate: audio, description="unpicklable"))
+
+    manager = get_plugin_manager(load_entry_points=False)
+    manager.register(LambdaCondition())
+    with pytest.raises(UserError, match="condition 'lambda': its transform cannot be sent to worker processes"):
+        resolve(["lambda"], build_registry(manager).conditions)
+
+
 def test_unknown_condition_is_one_line_with_did_you_mean_exit_2(capsys):
     assert main(["--engine", "passthrough", "--condition", "opus16k", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
