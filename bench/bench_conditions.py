@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Input conditions: the cost per clip of each, and every engine's gain under some.
 
-    python bench/bench_conditions.py [--clips 8] [--limit N] [--jobs 2] [--skip-gains]
+    python bench/bench_conditions.py [--clips 8] [--limit N] [--jobs 2] [--skip-costs] [--skip-gains]
 
 1. Cost: each built-in condition applied to the noisy input of the first
    ``--clips`` demo clips (4 s at 16 kHz), CPU and wall milliseconds per clip
@@ -99,8 +99,10 @@ if __name__ == "__main__":
     parser.add_argument("--clips", type=int, default=8, help="demo clips to time each condition on")
     parser.add_argument("--limit", type=int, help="demo clips for the gain table (default: all 56)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--skip-costs", action="store_true")
     parser.add_argument("--skip-gains", action="store_true")
     arguments = parser.parse_args()
-    costs(arguments.clips)
+    if not arguments.skip_costs:
+        costs(arguments.clips)
     if not arguments.skip_gains:
         gains(arguments.limit, arguments.jobs)

@@ -255,6 +255,7 @@ def test_a_run_with_conditions(tmp_path, with_test_conditions, capsys):
     for record in clips["passthrough"]:
         if not record["error"]:
             assert record["scores"]["si_sdri"] == 0.0
+    assert all(row["metrics"]["si_sdri"]["mean"] == 0.0 for row in passthrough["conditions"])
     inputs = {row["cell"]["condition"]: row["metrics"]["si_sdr_input"]["mean"] for row in passthrough["conditions"]}
     assert len({round(value, 6) for value in inputs.values()}) == len(names)
     # The condition that fails on the short clip fails that clip alone, with the reason.
@@ -270,6 +271,7 @@ def test_a_run_with_conditions(tmp_path, with_test_conditions, capsys):
     top = report.split("## Per engine")[0]
     assert "**webrtc** loses most under **" in top or "**webrtc** loses nothing against none" in top
     assert "## Per condition" in report and "| limiter+amr-nb-12k | webrtc |" in report
+    assert "| set | condition | engine |" in report  # the per-cell table has condition cells
 
     # Cached outputs are keyed on the condition: another condition is computed, the rest comes from the cache.
     assert main([*base, "--condition", "opus-16k", "--condition", "opus-32k"]) == 0
