@@ -7,10 +7,13 @@ sample-aligned with the input:
 
 - containers that record the encoder's priming come back at lag 0 (Ogg for
   Opus, MP4 for AAC, MP3 with its LAME header; raw ADTS AAC would lag 1024);
-- G.722 (22 samples at 16 kHz) and AMR-NB (40 at 8 kHz) have a fixed codec
-  delay that no container records: it is measured once per process, by
-  cross-correlation on a speech-like probe (probe_signal), and removed;
-  measuring every codec the same way also catches a future FFmpeg whose
+- G.722 (22 samples at 16 kHz) and AMR-NB (about 40 at 8 kHz) have a fixed
+  codec delay that no container records: it is measured once per process and
+  clip rate, by cross-correlation on a speech-like probe (probe_signal), to a
+  fraction of a sample, and removed (the whole samples cut, the fraction by a
+  band-limited shift). AMR-NB's is not a whole number of samples (79.2 at
+  16 kHz): cutting 79 left half the demo's clips late by one sample.
+  Measuring every codec the same way also catches a future FFmpeg whose
   demuxer stops trimming.
 
 Encoders run with fixed settings, so the same input gives the same bytes.
@@ -22,9 +25,10 @@ import io
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.fft import irfft, rfft, rfftfreq
 from scipy.signal import lfilter
 
-from nsbench.alignment import estimate_lag
+from nsbench.alignment import correlation_window, estimate_lag
 from nsbench.audio import fit_length, resample
 from nsbench.conditions import ConditionSpec
 from nsbench.hookspecs import hookimpl
@@ -34,6 +38,8 @@ INSTALL = "pip install av==18.1.0 (its wheels bundle FFmpeg with libopus, LAME, 
 # clip's last samples and the encoder's last frame is flushed whole.
 TAIL_SECONDS = 0.1
 # Codec delays beyond this are not searched for (AMR-NB's is 5 ms).
+# A fraction of a sample smaller than this is not worth a shift (MP3, AAC, G.711: 0.00-0.01).
+MIN_FRACTION = 0.05
 MAX_DELAY_SECONDS = 0.05
 PROBE_SECONDS = 2.0
 PROBE_SEED = 17
@@ -63,8 +69,26 @@ CODECS = {
 def round_trip(audio: np.ndarray, sample_rate: int, codec: Codec) -> np.ndarray:
     """``audio`` encoded and decoded by ``codec``, back at ``sample_rate`` and
     aligned with the input."""
-    delay = codec_delay(codec, sample_rate)
-    return fit_length(unaligned_round_trip(audio, sample_rate, codec)[delay:], len(audio))
+    return without_delay(unaligned_round_trip(audio, sample_rate, codec), codec_delay(codec, sample_rate), len(audio))
+
+
+def without_delay(audio: np.ndarray, delay: float, length: int) -> np.ndarray:
+    """``audio`` advanced by ``delay`` samples (whole ones cut, a fraction by
+    a band-limited shift: a phase ramp on the spectrum), ``length`` long. The
+    shift is circular: the silent tail encode_decode appends takes the wrap."""
+    whole = int(np.floor(delay))
+    fraction = delay - whole
+    if fraction > 1 - MIN_FRACTION:
+        whole, fraction = whole + 1, 0.0
+    # A codec a fraction early (Opus: 0.1 sample at 16 kHz) is first delayed by one.
+    audio = np.asarray(audio[whole:] if whole >= 0 else np.concatenate([np.zeros(-whole), audio]), dtype=np.float64)
+    if fraction >= MIN_FRACTION:
+        size = len(audio)
+        ramp = np.exp(2j * np.pi * rfftfreq(size) * fraction)
+        if size % 2 == 0:
+            ramp[-1] = np.cos(np.pi * fraction)  # the Nyquist bin stays real
+        audio = irfft(rfft(audio) * ramp, size)
+    return fit_length(audio.astype(np.float32), length)
 
 
 def unaligned_round_trip(audio: np.ndarray, sample_rate: int, setting: Codec) -> np.ndarray:
@@ -117,17 +141,29 @@ def decoded_samples(array: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def codec_delay(setting: Codec, sample_rate: int) -> int:
-    """Samples (at ``sample_rate``, the clip's) by which ``codec``'s round
-    trip lags its input, measured once per process and rate on probe_signal.
-    Measured at the clip's rate, not the codec's: AMR-NB's delay is not a
-    whole number of 8 kHz samples (40 of them at 8 kHz, 79 at 16 kHz)."""
+def codec_delay(setting: Codec, sample_rate: int) -> float:
+    """Samples (at ``sample_rate``, the clip's, to a fraction) by which the
+    codec's round trip lags its input, measured once per process and rate on
+    probe_signal. At the clip's rate, not the codec's: AMR-NB's 39.6 samples
+    at 8 kHz are 79.2 at 16 kHz."""
     probe = probe_signal(sample_rate)
-    decoded = unaligned_round_trip(probe, sample_rate, setting)
-    lag = estimate_lag(decoded[: len(probe)], probe, int(MAX_DELAY_SECONDS * sample_rate))
-    if lag is None or lag < 0:
+    decoded = unaligned_round_trip(probe, sample_rate, setting)[: len(probe)]
+    max_lag = int(MAX_DELAY_SECONDS * sample_rate)
+    lag = estimate_lag(decoded, probe, max_lag)
+    if lag is None or lag < -1:
         raise RuntimeError(f"cannot measure the delay of {setting.encoder}: its output does not resemble the probe")
-    return lag
+    window = np.abs(correlation_window(decoded, probe, max_lag).astype(np.float64))
+    return lag + parabolic_offset(window, lag + max_lag)
+
+
+def parabolic_offset(values: np.ndarray, peak: int) -> float:
+    """Where, within half a sample of ``peak``, the parabola through the peak
+    and its neighbours has its top."""
+    if not 0 < peak < len(values) - 1:
+        return 0.0
+    before, at, after = values[peak - 1], values[peak], values[peak + 1]
+    curvature = before - 2 * at + after
+    return float(0.5 * (before - after) / curvature) if curvature < 0 else 0.0
 
 
 def probe_signal(rate: int, seed: int = PROBE_SEED, seconds: float = PROBE_SECONDS) -> np.ndarray:
@@ -183,7 +219,7 @@ def describe(setting: Codec) -> dict[str, object]:
         "encoder": f"{encoder.name} ({encoder.long_name})",
         "decoder": decoder_name(setting),
         "container": setting.container,
-        "codec_delay": f"{codec_delay(setting, setting.rate)} samples at {setting.rate} Hz (removed, measured again at each clip rate)",
+        "codec_delay": f"{codec_delay(setting, setting.rate):.2f} samples at {setting.rate} Hz (removed; measured again at each clip rate)",
     }
 
 
