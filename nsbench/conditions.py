@@ -177,7 +177,7 @@ def load_conditioned(
         if store:
             cache.Cache(Path(store[0])).put_output(key, cache.CachedOutput(np.vstack(arrays), math.nan, math.nan, ""))
     noisy, clean = arrays[0], arrays[1] if references else clip.clean
-    sources = arrays[2:] if references and clip.sources is not None else clip.sources
+    sources = np.stack(arrays[2:]) if references and clip.sources is not None else clip.sources
     # The noise stem no longer adds up with the conditioned input: dropped.
     return dataclasses.replace(
         clip, clip_id=f"{clip.clip_id}{ID_SEPARATOR}{name}", noisy=noisy, clean=clean, sources=sources, noise=None,

@@ -11,7 +11,7 @@ import pytest
 from nsbench.alignment import estimate_lag
 from nsbench.builtin.conditions import codecs, processing
 from nsbench.cli import main
-from nsbench.conditions import ConditionSpec, Step, apply_steps, conditioned, resolve
+from nsbench.conditions import ConditionSpec, apply_steps, conditioned, conditioned_sources, resolve
 from nsbench.hookspecs import hookimpl
 from nsbench.plugins import get_plugin_manager
 from nsbench.registry import build_registry
@@ -216,6 +216,22 @@ def test_a_transform_that_cannot_reach_workers_is_refused():
     manager.register(LambdaCondition())
     with pytest.raises(UserError, match="condition 'lambda': its transform cannot be sent to worker processes"):
         resolve(["lambda"], build_registry(manager).conditions)
+
+
+def separation_clip() -> Clip:
+    sources = (0.1 * np.random.default_rng(0).standard_normal((3, RATE))).astype(np.float32)
+    return Clip("mix", sources.sum(axis=0), sources[0], RATE, sources=sources)
+
+
+def test_a_reference_condition_reaches_the_sources_and_comes_back_from_the_cache(registry, tmp_path):
+    lowpass = resolve(["lowpass-4k"], registry.conditions)[1]
+    [source] = conditioned_sources([ClipSource("mix", separation_clip)], [lowpass], (str(tmp_path), True))
+    computed, cached = source.load(), source.load()
+    expected = np.stack([processing.lowpass(row, RATE, 4000.0, 8) for row in separation_clip().sources])
+    np.testing.assert_array_equal(computed.sources, expected)
+    for name in ("noisy", "clean", "sources"):
+        assert getattr(cached, name).tobytes() == getattr(computed, name).tobytes()
+    assert list((tmp_path / "runs").rglob("*.output"))  # stored, so the second load came from it
 
 
 def test_unknown_condition_is_one_line_with_did_you_mean_exit_2(capsys):
