@@ -17,9 +17,11 @@ EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
 ENGINE_KEYS = {
     "engine", "dataset", "stoi", "rtf", "rtf_wall", "clips", "runs", "failures", "failed_clips", "metrics",
     "cells", "worst_cell", "metric_definitions", "dataset_description", "provenance", "engine_info",
-    "alignment", "flags", "expected_flags", "worst_clips", "typical_clips", "comparisons",
+    "alignment", "flags", "expected_flags", "worst_clips", "typical_clips", "comparisons", "format_version",
 }
 STATS_KEYS = {"n", "mean", "median", "mad", "p5", "p95", "mean_ci95", "median_ci95"}
+# A pooled metric's figures (FUSS SI-SNR: over scored pairs) add these.
+POOLED_STATS_KEYS = STATS_KEYS | {"std", "pairs", "clip_mean", "pooled_over", "pooling"}
 # Beside the JSON and report.md: report.html, its audio, and the plots.
 REPORT_FILES = [
     "audio", "gain_per_cell.png", "report.html", "report.md", "rtf.png", "snr_music_attenuation_db.png",
@@ -27,7 +29,7 @@ REPORT_FILES = [
 ]
 PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc", "jobs"}
 CLIP_KEYS = {"engine", "clip_id", "labels", "scores", "undefined", "error", "notes", "duration", "cpu_seconds", "wall_seconds", "source_path", "delay", "seed",
-             "sample_rate", "residual_lag", "lag_unmeasured", "flags", "from_cache"}
+             "sample_rate", "residual_lag", "lag_unmeasured", "flags", "from_cache", "pooled"}
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +55,8 @@ def test_demo_run_writes_every_file_with_the_documented_keys(demo_run):
         assert set(result["provenance"]) == PROVENANCE_KEYS
         assert result["clips"] == 28 and result["failures"] == 0
         assert re.fullmatch(r"[0-9a-f]{64}", result["dataset_description"]["content_sha256"])
-        for stats in result["metrics"].values():
-            assert set(stats) == STATS_KEYS
+        for name, stats in result["metrics"].items():
+            assert set(stats) == (POOLED_STATS_KEYS if name in ("fuss_sisnr", "fuss_sisnri") else STATS_KEYS), name
         lines = (folder / f"{engine}.clips.jsonl").read_text().splitlines()
         assert len(lines) == 28 and all(set(json.loads(line)) == CLIP_KEYS for line in lines)
         assert len(list((audio / engine).glob("*.wav"))) == 28
