@@ -15,20 +15,23 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
 
 from tqdm import tqdm
 
 from nsbench import cache, conditions, provenance
 from nsbench.extras import RunExtras
 from nsbench.extras import add_arguments as add_report_arguments
-from nsbench.audio import write_audio
 from nsbench.interrupts import Interrupted, as_interrupted, deferred, signals_interrupt
 from nsbench.plugins import get_plugin_manager
+from nsbench.progress import engine_progress
 from nsbench.registry import Registered, Registry, build_registry
 from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, file_stem, report_markdown, write_json
 from nsbench.runner import LAG_COMPENSATION, run_engine
 from nsbench.summary import alignment_summary, summarise
+from nsbench.terminal_summary import summary_text
 from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError
 
 LIST_CHOICES = ("engines", "datasets", "metrics", "conditions", "plugins", "cache")
@@ -60,7 +63,8 @@ def build_parser(manager) -> argparse.ArgumentParser:
                              "or a local cluster of --jobs workers)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: an existing scheduler, e.g. tcp://host:8786")
     parser.add_argument("--seeds", type=parse_seeds, help="run seeded engines once per seed: 0-9, or 0,3,7")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar and no table at the end")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary at the end")
+    parser.add_argument("--verbose", action="store_true", help="print the whole of report.md at the end, before the summary")
     cache = parser.add_argument_group("cache (outputs and scores are kept by content, so a rerun or a resumed run recomputes only what is missing)")
     cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     cache.add_argument("--rerun", action="store_true", help="recompute everything, replacing what the cache holds")
@@ -137,7 +141,9 @@ class RunSettings:
     sources: list[ClipSource]
     metrics: list[MetricSpec]
     folder: Path  # results/<dataset>
-    audio_folder: str | None  # where outputs are written: --output-folder, or report.html's
+    # Writes each output as it comes (engine, run id, audio, rate): to --output-folder,
+    # or for report.html's listening grid; None: nowhere.
+    keep_output: Callable[[str, str, np.ndarray, int], None] | None
     cache: cache.Cache | None
     dask_client: Any = None  # with --executor dask
     warned: set[str] = field(default_factory=set)  # cache warnings already printed
@@ -172,7 +178,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         shared["provenance"]["conditions"] = conditions.provenance(chosen, registry.conditions)
     extras = RunExtras(args, folder, dataset, sources, metrics)
     run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)
-    settings = RunSettings(args, registry, sources, metrics, folder, extras.audio_folder, run_cache,
+    settings = RunSettings(args, registry, sources, metrics, folder, extras.keep_output if extras.keeps_outputs else None, run_cache,
                            conditions=[condition.name for condition in chosen])
     if run_cache:
         settings.metric_identities = metric_identities(metrics, registry)
@@ -237,8 +243,11 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
         print_interruption(interrupted, folder, engine, records, planned_runs(engine, sources, args), engines[index + 1 :], settings.cache)
         interrupted.reported = True
         raise interrupted
-    if not args.quiet:
+    if args.verbose:
         print(report)
+    if not args.quiet:
+        reports = [folder / "report.md", *([] if args.no_html else [folder / "report.html"])]
+        print(summary_text(dataset.name, results, reports, not_run))
     print(f"nsbench: results in {folder}/", file=sys.stderr)
     return exit_code
 
@@ -289,7 +298,7 @@ def run_and_log(
         engine_notes.append("deterministic: run once, --seeds does not apply")
     log = ClipLog(settings.folder / f"{file_stem(engine.name)}.clips.jsonl")
     total = len(settings.sources) * len(seeds)
-    progress = tqdm(total=total, desc=engine.name, unit="clip", disable=args.quiet or None, file=sys.stderr)
+    progress = engine_progress(total, engine.name, args.quiet)
     outcomes = (
         outcome
         for seed in seeds
@@ -307,9 +316,8 @@ def run_and_log(
                     tqdm.write(f"nsbench: {warning}", file=sys.stderr)
             if record.failed:
                 tqdm.write(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}", file=sys.stderr)
-            elif settings.audio_folder:  # --output-folder, or a temporary one for report.html's audio
-                path = Path(settings.audio_folder) / file_stem(engine.name) / f"{record.run_id}.wav"
-                write_audio(path, outcome.output, outcome.sample_rate)
+            elif settings.keep_output:
+                settings.keep_output(engine.name, record.run_id, outcome.output, outcome.sample_rate)
             progress.update()
     finally:
         outcomes.close()  # an interrupt here, not in the engine: close it (and stop its workers) now

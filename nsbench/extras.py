@@ -1,14 +1,14 @@
 """What a run writes beyond each engine's JSON and report.md: the paired
-comparisons with the baselines, the listening audio, plots, report.html and
+comparisons with the baselines, the listening grid, plots, report.html and
 the regression gate.
 
-Listening audio: the worst and typical clips of an engine are known only once
-it has run, and the run loop yields each output once. So every output is
-written as it comes (to ``--output-folder``, or else to a temporary folder);
-when the engine is done, its picked clips are copied as 16-bit WAV into
-``results/<dataset>/audio/`` beside their noisy input and clean reference,
-and the temporary copies are deleted. At most one engine's outputs are ever
-on disk beyond what the user asked for, and nothing is held in memory.
+Listening grid: the clips worth hearing are known only once every engine has
+run, and the run loop yields each output once. So every output is written as
+it comes: to ``--output-folder`` (float, whole), or else as a 16-bit excerpt
+(nsbench.listening_grid.LISTEN_SECONDS) to a temporary folder that is kept
+until the grid has copied its clips into ``results/<dataset>/audio/``, then
+deleted. Nothing is held in memory; the temporary folder holds at most
+clips x engines x 30 s of 16-bit audio.
 """
 from __future__ import annotations
 
@@ -22,15 +22,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import soundfile
 
-from nsbench import checks, compare
-from nsbench.report import file_stem, write_json
+from nsbench import checks, compare, highlights, listening_grid
+from nsbench.audio import write_audio
+from nsbench.report import file_stem, headline_higher_is_better, write_json
 from nsbench.summary import compare_with_baselines, compared_metrics
-from nsbench.types import ClipError, ClipRecord, ClipSource, DatasetSpec, MetricSpec
+from nsbench.types import ClipRecord, ClipSource, DatasetSpec, MetricSpec
 
-AUDIO_FOLDER = "audio"  # under results/<dataset>/, beside report.html
-INPUT_FOLDER, CLEAN_FOLDER = "_input", "_clean"  # engine folders never start with "_" (file_stem)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,54 +55,59 @@ class RunExtras:
         # Read before the run: the stored results may be the very files this run rewrites.
         self.stored = compare.load_stored(args.compare, dataset.name) if args.compare else None
         self.records: dict[str, list[ClipRecord]] = {}
-        self.written_inputs: set[str] = set()
         self.spill: Path | None = None
         if not args.no_html and not args.output_folder:
             self.spill = Path(tempfile.mkdtemp(prefix="nsbench-outputs-"))
             weakref.finalize(self, shutil.rmtree, self.spill, True)
 
     @property
-    def audio_folder(self) -> str | None:
-        """Where the run writes every output as it comes (None: nowhere)."""
-        return self.args.output_folder or (str(self.spill) if self.spill else None)
+    def keeps_outputs(self) -> bool:
+        """Whether the run writes its outputs anywhere (keep_output)."""
+        return bool(self.args.output_folder or self.spill)
+
+    def keep_output(self, engine: str, run: str, audio: np.ndarray, rate: int) -> None:
+        """Each output as it comes: whole and float in --output-folder, else a 16-bit excerpt for the grid."""
+        if self.args.output_folder:
+            write_audio(Path(self.args.output_folder) / file_stem(engine) / f"{run}.wav", audio, rate)
+        elif self.spill:
+            listening_grid.listening_copy(audio, rate, self.spill / file_stem(engine) / f"{run}.wav")
+
+    def kept_output(self, engine: str, run: str) -> tuple[np.ndarray, int] | None:
+        folder = Path(self.args.output_folder) if self.args.output_folder else self.spill
+        return listening_grid.read_excerpt(folder / file_stem(engine) / f"{run}.wav") if folder else None
 
     def after_engine(self, result: dict[str, Any], records: list[ClipRecord]) -> None:
-        """Keeps the records for the comparisons, and the picked clips' audio."""
+        """Keeps the records for the comparisons and the grid; without report.html,
+        report.md links the worst clips in the user's --output-folder."""
         self.records[result["engine"]] = records
-        if self.audio_folder is None:
-            return
-        outputs = Path(self.audio_folder) / file_stem(result["engine"])
-        for pick in result["worst_clips"] + result["typical_clips"]:
-            self.link_audio(pick, outputs / f"{pick['run']}.wav", result["engine"])
-        if self.spill:
-            shutil.rmtree(outputs, ignore_errors=True)
+        if self.args.no_html and self.args.output_folder:
+            outputs = Path(self.args.output_folder) / file_stem(result["engine"])
+            for pick in result["worst_clips"] + result["typical_clips"]:
+                if (outputs / f"{pick['run']}.wav").is_file():
+                    pick["audio"] = os.path.relpath(outputs / f"{pick['run']}.wav", self.folder)
 
-    def link_audio(self, pick: dict[str, Any], output: Path, engine: str) -> None:
-        if not output.is_file():
-            return
-        if self.args.no_html:  # report.md links the user's own output folder
-            pick["audio"] = os.path.relpath(output, self.folder)
-            return
-        pick["audio"] = f"{AUDIO_FOLDER}/{file_stem(engine)}/{pick['run']}.wav"
-        audio, rate = soundfile.read(str(output), dtype="float32")
-        listening_copy(audio.T, rate, self.folder / pick["audio"])
-        pick["input_audio"], pick["clean_audio"] = self.write_input(pick["clip_id"])
-
-    def write_input(self, clip_id: str) -> tuple[str, str]:
-        paths = tuple(f"{AUDIO_FOLDER}/{role}/{clip_id}.wav" for role in (INPUT_FOLDER, CLEAN_FOLDER))
-        if clip_id not in self.written_inputs:
-            try:
-                clip = self.sources[clip_id].load()
-            except ClipError:  # it loaded for the engine a moment ago; if not now, no players
-                return "", ""
-            listening_copy(clip.noisy, clip.sample_rate, self.folder / paths[0])
-            listening_copy(clip.clean, clip.sample_rate, self.folder / paths[1])
-            self.written_inputs.add(clip_id)
-        return paths
+    def listening(self, results: list[dict[str, Any]]) -> listening_grid.Grid:
+        """The grid's audio and spectrograms; the worst and typical clips it holds get their paths in the JSON."""
+        try:
+            grid = listening_grid.build_grid(
+                self.folder, highlights.ordered(results), self.records, self.sources, self.kept_output,
+                self.dataset.headline_metric, headline_higher_is_better(results, self.dataset.headline_metric),
+            )
+        finally:
+            if self.spill:
+                shutil.rmtree(self.spill, ignore_errors=True)
+        paths = {(output.engine, output.run): (output.audio, row.input_audio, row.clean_audio)
+                 for row in grid.rows for output in row.outputs if output.audio}
+        for result in results:
+            for pick in result["worst_clips"] + result["typical_clips"]:
+                if (result["engine"], pick["run"]) in paths:
+                    pick["audio"], pick["input_audio"], pick["clean_audio"] = paths[(result["engine"], pick["run"])]
+        return grid
 
     def finish(self, results: list[dict[str, Any]]) -> tuple[list[str], int]:
         """Comparisons into each JSON, plots, report.html, the regression gate.
         Returns report.md's extra sections and the exit code."""
+        grid = None if self.args.no_html else self.listening(results)
         self.add_comparisons(results)
         sections, code, regression = [], 0, None
         plots = [] if self.args.no_plots else self.plots(results)
@@ -118,8 +121,8 @@ class RunExtras:
             if comparison["regressions"]:
                 print(f"nsbench: {comparison['regressions']} values worse than {self.args.compare} beyond tolerance", file=sys.stderr)
                 code = compare.EXIT_REGRESSION
-        if not self.args.no_html:
-            self.html(results, plots, regression)
+        if grid is not None:
+            self.html(results, plots, regression, grid)
         return sections, code
 
     def add_comparisons(self, results: list[dict[str, Any]]) -> None:
@@ -134,17 +137,14 @@ class RunExtras:
 
         return write_plots(self.folder, results, self.dataset.cell_keys, self.dataset.table_metrics)
 
-    def html(self, results: list[dict[str, Any]], plots: list[str], regression: Mapping[str, Any] | None) -> None:
+    def html(self, results: list[dict[str, Any]], plots: list[str], regression: Mapping[str, Any] | None,
+             grid: listening_grid.Grid) -> None:
         from nsbench.html_report import write_html
 
         table, text = None, ""
         if regression is not None:
             table = compare.comparison_rows(regression)
             text = compare.comparison_summary(regression).replace("**", "")
-        write_html(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text)
+        write_html(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
+                   grid)
 
-
-def listening_copy(audio: np.ndarray, rate: int, path: Path) -> None:
-    """16-bit PCM, which every browser plays; beyond full scale is clipped (and flagged as clipped)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    soundfile.write(str(path), np.clip(np.asarray(audio).T, -1.0, 1.0), rate, subtype="PCM_16")

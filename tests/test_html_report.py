@@ -1,6 +1,6 @@
 """report.html in a real headless browser: Debian's chromium, driven by
 selenium through Debian's chromium-driver, reading the report over http from
-127.0.0.1 as a person would open it."""
+127.0.0.1 as a person would open it. One small run is shared by every test."""
 from __future__ import annotations
 
 import functools
@@ -13,6 +13,7 @@ from urllib.parse import unquote
 from pathlib import Path
 
 import pytest
+import soundfile
 
 from nsbench.cli import main
 from nsbench.report import TABLE_COLUMNS, fmt
@@ -26,6 +27,7 @@ INSTALL = "apt-get install -y chromium chromium-driver, and pip install -r requi
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",  # so a script may call play()
 ]
 
 
@@ -135,6 +137,39 @@ def test_the_tables_show_the_numbers_in_the_json(page, report_folder):
     assert verdicts[0]["verdict"] == comparison["verdict"] and verdicts[0]["paired clips"] == "3"
 
 
+def grid(page) -> list[dict[str, object]]:
+    """Per grid row: its clip, and per column (engine, or the input and reference) its audio, image and text."""
+    return page.execute_script(
+        """
+        return Array.from(document.querySelectorAll('#grid tbody tr')).map(tr => ({
+            clip: tr.dataset.clip,
+            engines: Array.from(tr.querySelectorAll('td[data-engine]')).map(td => td.dataset.engine),
+            audio: Array.from(tr.querySelectorAll('audio')).map(a => a.getAttribute('src')),
+            text: Array.from(tr.querySelectorAll('td[data-engine]')).map(td => td.textContent),
+        }));
+        """
+    )
+
+
+def test_the_grid_holds_every_engine_of_the_run_for_each_of_its_clips(page, report_folder):
+    stored = results(report_folder)
+    rows = grid(page)
+    assert len(rows) == 3  # every clip of this 3-clip set: at least four where there are four
+    for row in rows:
+        assert row["engines"] == ["passthrough", "spectral-subtraction"], row["clip"]
+        assert len(row["audio"]) == 2 + 2
+        score = next(r["scores"]["si_sdri"] for r in clip_records(report_folder, "spectral-subtraction") if r["clip_id"] == row["clip"])
+        assert f"si_sdri (dB) {fmt(score, 2)}" in row["text"][1]
+        assert "identical_to_input" not in row["text"][0]  # the passthrough's own definition is not a flag
+    reasons = page.execute_script("return document.querySelector('#grid tbody tr').cells[0].textContent")
+    worst = stored["spectral-subtraction"]["worst_clips"][0]
+    assert rows[0]["clip"] == worst["clip_id"] and "worst of spectral-subtraction" in reasons
+
+
+def clip_records(folder: Path, engine: str) -> list[dict]:
+    return [json.loads(line) for line in (folder / f"{engine}.clips.jsonl").read_text().splitlines()]
+
+
 def test_every_audio_player_has_a_file_with_a_duration(page, report_folder):
     players = page.execute_async_script(
         """
@@ -147,11 +182,125 @@ def test_every_audio_player_has_a_file_with_a_duration(page, report_folder):
         }))).then(() => done(audios.map(a => [a.getAttribute('src'), a.duration, a.error ? a.error.code : 0])));
         """
     )
-    # Per engine: 3 clips (all worst or typical), each with noisy input, clean reference and output.
-    assert len(players) == 2 * 3 * 3
+    # 3 grid rows, each with the noisy input, the clean reference and 2 engines' outputs.
+    assert len(players) == 3 * 4
     for src, duration, error in players:
         assert (report_folder / unquote(src)).is_file() and error == 0 and duration == pytest.approx(2.0, abs=0.01), src
     assert {src.split("/")[1] for src, _, _ in players} == {"_input", "_clean", "passthrough", "spectral-subtraction"}
+    # The folder holds the grid's audio and nothing else, as 16-bit WAV.
+    on_disk = {str(path.relative_to(report_folder)) for path in (report_folder / "audio").rglob("*.wav")}
+    assert on_disk == {unquote(src) for src, _, _ in players}
+    assert {soundfile.info(str(report_folder / path)).subtype for path in on_disk} == {"PCM_16"}
+
+
+def test_one_audio_element_plays(page):
+    played = page.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        const audio = document.querySelector('#grid audio');
+        audio.muted = true;
+        audio.play().then(() => {
+            const start = performance.now();
+            const poll = () => audio.currentTime > 0.1 || performance.now() - start > 10000
+                ? (audio.pause(), done([audio.currentTime, audio.error ? audio.error.code : 0])) : setTimeout(poll, 50);
+            poll();
+        }, error => done([-1, String(error)]));
+        """
+    )
+    assert played[0] > 0.1 and played[1] == 0, played
+
+
+def test_every_spectrogram_has_decoded(page, report_folder):
+    images = page.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        const images = Array.from(document.querySelectorAll('#grid img'));
+        Promise.all(images.map(i => i.decode().catch(() => null)))
+            .then(() => done(images.map(i => [i.getAttribute('src'), i.naturalWidth, i.naturalHeight])));
+        """
+    )
+    assert len(images) == 3 * 4
+    for src, width, height in images:
+        assert (width, height) == (240, 120), src
+        assert (report_folder / unquote(src)).stat().st_size < 40_000  # small PNGs
+
+
+def visible_rows(page, table_id: str) -> list[list[str]]:
+    return page.execute_script(
+        f"return Array.from(document.querySelectorAll('#{table_id} tbody tr')).filter(tr => !tr.hidden)"
+        ".map(tr => Array.from(tr.cells).map(c => c.textContent))"
+    )
+
+
+def test_clicking_a_header_sorts_the_rows(page):
+    from selenium.webdriver.common.by import By
+
+    column = visible_rows_header(page, "cells").index("SI-SDRi")
+    before = visible_rows(page, "cells")
+    values = [float(row[column]) for row in before]
+    assert len(set(values)) > 1
+    header = page.find_elements(By.CSS_SELECTOR, "#cells thead th")[column]
+    header.click()
+    assert [float(row[column]) for row in visible_rows(page, "cells")] == sorted(values)
+    header.click()
+    after = visible_rows(page, "cells")
+    assert [float(row[column]) for row in after] == sorted(values, reverse=True)
+    assert after != before and sorted(after) == sorted(before)  # the same rows, reordered
+    assert header.get_attribute("aria-sort") == "descending"
+
+
+def visible_rows_header(page, table_id: str) -> list[str]:
+    return page.execute_script(f"return Array.from(document.querySelectorAll('#{table_id} thead th')).map(th => th.textContent)")
+
+
+def test_the_filter_box_hides_rows(page):
+    from selenium.webdriver.common.by import By
+
+    box = page.find_element(By.CSS_SELECTOR, 'input.filter[data-table="cells"]')
+    every = visible_rows(page, "cells")
+    engine = visible_rows_header(page, "cells").index("engine")
+    for text, expected in (("passthrough", {"passthrough"}), ("engine=spectral-subtraction", {"spectral-subtraction"})):
+        box.clear()
+        box.send_keys(text)
+        shown = visible_rows(page, "cells")
+        assert {row[engine] for row in shown} == expected and len(shown) == len(every) // 2
+    box.clear()
+    box.send_keys("no such cell")
+    assert visible_rows(page, "cells") == []
+    box.clear()
+    box.send_keys(" ")
+    assert len(visible_rows(page, "cells")) == len(every)
+
+
+def test_the_top_says_what_to_look_at_and_the_heatmap_centres_on_the_baseline(page, report_folder):
+    stored = results(report_folder)
+    verdict = stored["spectral-subtraction"]["comparisons"]["passthrough"]["si_sdri"]["all"]
+    top = page.execute_script("return document.getElementById('highlights').textContent")
+    words = {"better": "Better than", "worse": "Worse than", "not distinguishable": "Not distinguishable from"}[verdict["verdict"]]
+    assert f"{words} passthrough on si_sdri" in top and f"{verdict['mean_difference']:+.2f} dB" in top
+    worst = stored["spectral-subtraction"]["worst_cell"]
+    assert f"set={worst['cell']['set']} ({fmt(worst['mean'], 2)})" in top
+    heat = page.execute_script(
+        "return Array.from(document.querySelectorAll('#heatmap tbody tr')).map(tr => [tr.dataset.engine,"
+        " Array.from(tr.querySelectorAll('td')).map(td => [td.textContent, getComputedStyle(td).backgroundColor])])"
+    )
+    rows = dict(heat)
+    assert [text for text, _ in rows["passthrough"]] == ["0.00"] * len(stored["passthrough"]["cells"])
+    assert {colour for _, colour in rows["passthrough"]} == {"rgb(255, 255, 255)"}
+    for (text, colour), cell in zip(rows["spectral-subtraction"], stored["spectral-subtraction"]["cells"]):
+        assert text == fmt(cell["metrics"]["si_sdri"]["mean"], 2)
+        red, green, blue = (int(c) for c in colour[4:-1].split(","))
+        assert (blue > red) == (cell["metrics"]["si_sdri"]["mean"] > 0)
+
+
+def test_nothing_is_fetched_from_the_network(page):
+    addresses = page.execute_script(
+        "return Array.from(document.querySelectorAll('[src],[href]')).map(e => e.getAttribute('src') || e.getAttribute('href'))"
+        ".concat(performance.getEntriesByType('resource').map(r => r.name))"
+    )
+    # Relative paths, data: URIs, and the local server the test reads the page from.
+    external = [a for a in addresses if a.startswith(("http:", "https:", "//")) and not a.startswith("http://127.0.0.1:")]
+    assert addresses and external == []
 
 
 def test_the_plots_are_embedded(page):

@@ -1,0 +1,60 @@
+"""Progress of one engine's clips, on stderr (stdout is the summary's).
+
+On a terminal: a tqdm bar (clips done of planned, clips/s, ETA). Elsewhere (a
+log file, CI, a pipe) a bar's carriage returns would make one unreadable line,
+so plain lines are printed instead, at most one per ``PLAIN_INTERVAL`` seconds,
+and one when the engine is done.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Callable, TextIO
+
+from tqdm import tqdm
+
+PLAIN_INTERVAL = 10.0  # seconds between plain lines: often enough to see it move, rare enough to read a log
+
+
+class PlainProgress:
+    """tqdm's ``update``/``close`` interface, printing whole lines."""
+
+    def __init__(self, total: int, name: str, stream: TextIO, interval: float = PLAIN_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic):
+        self.total, self.name, self.stream, self.interval, self.clock = total, name, stream, interval, clock
+        self.done = 0
+        self.started = self.last_line = clock()
+        self.closed = False
+
+    def update(self, count: int = 1) -> None:
+        self.done += count
+        if self.clock() - self.last_line >= self.interval and self.done < self.total:
+            self.line()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.line()
+
+    def line(self) -> None:
+        self.last_line = now = self.clock()
+        elapsed = now - self.started
+        rate = self.done / elapsed if elapsed > 0 else math.nan
+        if self.done >= self.total:
+            tail = f"done in {elapsed:.1f} s"
+        else:
+            eta = (self.total - self.done) / rate if rate > 0 else math.nan
+            tail = f"ETA {eta:.0f} s" if math.isfinite(eta) else "ETA unknown"
+        speed = f"{rate:.2f} clips/s" if math.isfinite(rate) else "– clips/s"
+        print(f"nsbench: {self.name}: {self.done}/{self.total} clips, {speed}, {tail}", file=self.stream, flush=True)
+
+
+def engine_progress(total: int, name: str, quiet: bool, stream: TextIO | None = None) -> tqdm | PlainProgress:
+    """A bar on a terminal, plain lines elsewhere, nothing with ``--quiet``."""
+    stream = stream or sys.stderr
+    if quiet:
+        return tqdm(total=total, disable=True)
+    if stream.isatty():
+        return tqdm(total=total, desc=name, unit="clip", file=stream, dynamic_ncols=True)
+    return PlainProgress(total, name, stream)
