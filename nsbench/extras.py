@@ -88,6 +88,7 @@ class RunExtras:
 
     def listening(self, results: list[dict[str, Any]]) -> listening_grid.Grid:
         """The grid's audio and spectrograms; the worst and typical clips it holds get their paths in the JSON."""
+        shutil.rmtree(self.folder / listening_grid.AUDIO_FOLDER, ignore_errors=True)  # an earlier run's grid
         try:
             grid = listening_grid.build_grid(
                 self.folder, highlights.ordered(results), self.records, self.sources, self.kept_output,

@@ -62,11 +62,6 @@ class Grid:
     metric: str  # the headline metric each output is scored by
     rows: list[GridRow]
 
-    def to_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return {"metric": self.metric, "listen_seconds": LISTEN_SECONDS, "rows": [asdict(row) for row in self.rows]}
-
 
 def first_runs(records: Sequence[ClipRecord]) -> dict[str, ClipRecord]:
     """Per clip, the record heard in the grid: the first seed's."""

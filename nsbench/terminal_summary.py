@@ -60,21 +60,33 @@ def verdict_text(results: Sequence[Mapping[str, Any]]) -> str:
     verdicts = highlights.headline_verdicts(results)
     if not verdicts:
         return "no baseline ran: nothing is compared"
-    better = [f"{v.engine} ({v.mean_difference:+.2f})" for v in verdicts if v.verdict == "better"]
-    worse = [f"{v.engine} ({v.mean_difference:+.2f})" for v in verdicts if v.verdict == "worse"]
+    better = [unbroken(f"{v.engine} ({v.mean_difference:+.2f})") for v in verdicts if v.verdict == "better"]
+    worse = [unbroken(f"{v.engine} ({v.mean_difference:+.2f})") for v in verdicts if v.verdict == "worse"]
+    unclear = [unbroken(f"{v.engine} ({v.mean_difference:+.2f})") for v in verdicts if v.verdict == "not distinguishable"]
     text = f"better than {verdicts[0].baseline} (paired Wilcoxon, p < 0.05): {', '.join(better) or 'none'}"
     if worse:
         text += f"; worse: {', '.join(worse)}"
+    if unclear:
+        text += f"; not distinguishable: {', '.join(unclear)}"
     return text
 
 
 def flags_text(results: Sequence[Mapping[str, Any]]) -> str:
     parts = [
-        f"{r['engine']} " + ", ".join(f"{name} x{count}" for name, count, _ in highlights.flag_counts(r))
+        unbroken(f"{r['engine']} " + ", ".join(f"{name} x{count}" for name, count, _ in highlights.flag_counts(r)))
         for r in results if r.get("flags")
     ]
     return "flags: " + ("; ".join(parts) if parts else "none")
 
 
+NO_BREAK = "\u00a0"  # textwrap breaks at ASCII whitespace only
+
+
+def unbroken(item: str) -> str:
+    """An item ("speex (+2.46)") that a wrapped line keeps whole, if it fits."""
+    return item.replace(" ", NO_BREAK)
+
+
 def wrapped(text: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    lines = textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+    return [line.replace(NO_BREAK, " ") for line in lines]

@@ -46,9 +46,11 @@ def test_stdout_is_the_summary_and_nothing_more_and_draws_nothing_without_html(t
     folder = results / "folder"
     stored = stored_results(folder)
     lines = run.stdout.splitlines()
-    # title, table header, 2 engines, better-than line, flags line, report path
-    assert len(lines) == 7, run.stdout
     assert run.stdout == summary_text("folder", stored, [folder / "report.md"]) + "\n"
+    # title, table header, 2 engines, the verdicts (3 clips: not distinguishable; wrapped), the flags, the report's path
+    assert [line.split(" ")[0] for line in lines] == [
+        "nsbench", "engine", "passthrough", "spectral-subtraction", "better", "", "flags:", "report:"], run.stdout
+    assert "not distinguishable: spectral-subtraction (" in " ".join(line.strip() for line in lines[4:6])
     by_engine = {line.split()[0]: line for line in lines[2:4]}
     for result in stored:
         stats = result["metrics"]["si_sdri"]
