@@ -1,13 +1,15 @@
 """Spectrogram PNGs for the listening grid, with librosa.
 
-Imported only when a report draws them: librosa's import compiles a few numba
-functions (``librosa.util.utils`` declares vectorised functions with explicit
-signatures, compiled at import). numba caches them on disk beside librosa, so
-the first import after an install took 26 s of CPU here and later ones about 2 s
-(measured on the 2-core machine, loaded). The calls used here, ``stft``,
-``amplitude_to_db`` and ``display.specshow``, compile nothing more on their first
-use; functions that would (``util.localmax``, ``magphase``'s ``phasor``, the
-``istft`` overlap-add) are avoided.
+Imported only when a report draws them (not with --no-html). librosa loads its
+submodules lazily, and the first ``stft`` call imports ``librosa.util.utils``,
+whose vectorised functions declare explicit signatures and so compile at
+import. numba caches them on disk beside librosa: with an empty cache (the
+first run after an install) the import and first ``stft`` took 8.6 + 17.4 s of
+CPU, once cached 1.9 + 0.6 s (bench/bench_spectrograms.py, 2-core machine,
+loaded). ``amplitude_to_db`` and ``display.specshow`` compile nothing on first
+use (0.01 s); functions that would (``util.localmax``, ``magphase``'s
+``phasor``, the ``istft`` overlap-add) are not called. A row of 11 images costs
+0.25 s of CPU.
 
 A row of the grid (one clip: input, reference, every engine's output) shares one
 colour scale: decibels relative to the loudest bin of the whole row, so a darker

@@ -207,3 +207,29 @@ def test_lower_is_better_headlines_pick_the_highest_as_worst():
     results, records = grid_inputs(values)
     chosen = listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=False)
     assert chosen["w1"][0] == "worst of e"
+
+
+# --------------------------------------------------------------------------- spectrograms
+
+
+def test_a_row_of_spectrograms_shares_one_colour_scale(tmp_path):
+    """A quieter copy of a signal is darker beside it, and on its own row
+    looks like the loud one: the scale is the row's, not each image's."""
+    import numpy as np
+    from PIL import Image
+
+    from nsbench.spectrograms import draw_row
+    from conftest import tone_and_noise
+
+    clean, noise = tone_and_noise(0)
+    loud = clean + noise
+    draw_row([loud, 0.1 * loud], 16000, [tmp_path / "loud.png", tmp_path / "quiet.png"])
+    draw_row([0.1 * loud], 16000, [tmp_path / "alone.png"])
+
+    def brightness(name: str) -> float:
+        image = Image.open(tmp_path / name)
+        assert image.size == (240, 120)
+        return float(np.asarray(image.convert("L"), dtype=np.float64).mean())
+
+    assert brightness("quiet.png") < brightness("loud.png") - 20
+    assert brightness("alone.png") == pytest.approx(brightness("loud.png"), abs=2)
