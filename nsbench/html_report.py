@@ -199,7 +199,7 @@ def highlights_html(results: Sequence[Mapping[str, Any]]) -> str:
             chosen = [v for v in verdicts if v.verdict == verdict]
             if chosen:
                 listed = ", ".join(
-                    f"{engine_name(by_name[v.engine])} ({v.mean_difference:+.2f} {esc(unit)}, p = {fmt(v.p_value, 4)}, {v.n} clips)"
+                    f"{engine_name(by_name[v.engine])} ({v.mean_difference:+.2f} {esc(unit)}, {p_text(v.p_value)}, {v.n} clips)"
                     for v in chosen
                 )
                 items.append(f"<li>{words} {esc(verdicts[0].baseline)} on {esc(headline)} "
@@ -222,6 +222,10 @@ def highlights_html(results: Sequence[Mapping[str, Any]]) -> str:
         f'<table id="worst-cells"><thead><tr><th>engine</th><th>worst cell (mean {esc(headline)})</th></tr></thead>'
         f"<tbody>{worst}</tbody></table></section>"
     )
+
+
+def p_text(p_value: float) -> str:
+    return "p < 0.0001" if p_value < 1e-4 else f"p = {fmt(p_value, 4)}"
 
 
 # --------------------------------------------------------------------------- heatmap
