@@ -536,6 +536,7 @@ def score(
         wall_seconds=record.wall_seconds,
         reference_sources=clip.sources,
         output_sources=separated(output, clip),
+        transcript=clip.transcript,
     )
     scores: dict[str, float] = {}
     undefined: dict[str, str] = {}
@@ -544,42 +545,70 @@ def score(
         if identity not in stored:
             stored[identity] = score_one(metric, clip, inputs)
         result = stored[identity]
-        if "value" in result:
-            scores[metric.name] = result["value"]
-            if "pooled" in result:
-                record.pooled[metric.name] = result["pooled"]
+        if "failed" in result:  # not cached: a failure may pass (a recogniser's service)
+            undefined[metric.name] = result["failed"]
+            del stored[identity]
         elif "undefined" in result:
             undefined[metric.name] = result["undefined"]
+        elif "values" in result:
+            scores.update(result["values"])
+            record.metric_notes.update(result.get("notes", {}))
+            if "pooled" in result:
+                record.pooled[metric.name] = result["pooled"]
     return scores, undefined
 
 
 def score_one(metric: MetricSpec, clip: Clip, inputs: MetricInputs) -> dict[str, Any]:
-    """{"value": v}, {"undefined": reason}, or {} where the metric does not
-    apply to this clip's task."""
+    """{"values": {name: value}, "notes": {name: text}}, {"undefined": reason},
+    {"failed": reason}, or {} where the metric does not apply to this clip's
+    task. A metric that raises or returns no number fails alone: the clip's
+    other metrics stand."""
     if clip.task not in metric.tasks:
         return {}
     if metric.needs_voice and not clip.has_voice:
         return {"undefined": "no voice in this clip"}
     try:
         returned = metric.func(inputs)
-        value = float(returned)
     except MetricUndefined as reason:
         return {"undefined": str(reason)}
     except Exception as error:
-        raise ClipError(f"metric {metric.name} raised {type(error).__name__}: {error}") from error
-    if not np.isfinite(value):
-        raise ClipError(f"metric {metric.name} returned {value}")
-    if metric.pooling is None:
-        return {"value": value}
-    return {"value": value, "pooled": pooled_items(metric, returned)}
+        return {"failed": f"metric {metric.name} raised {type(error).__name__}: {error}"}
+    try:
+        result = named_values(metric, returned)
+        if metric.pooling is not None:
+            result["pooled"] = pooled_items(returned)
+        return result
+    except (TypeError, ValueError) as error:
+        return {"failed": f"metric {metric.name} {error}"}
 
 
-def pooled_items(metric: MetricSpec, returned: object) -> dict[str, float]:
+def named_values(metric: MetricSpec, returned: Any) -> dict[str, Any]:
+    """A metric's result as {"values": ...} (and "notes" where it gave text);
+    ValueError or TypeError says what is wrong with it."""
+    raw = returned if metric.values else {metric.name: returned}
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"returned {type(raw).__name__}, expected a mapping of {', '.join(metric.values)}")
+    values, notes = {}, {}
+    for name, value in raw.items():
+        if isinstance(value, str):
+            notes[name] = value
+            continue
+        value = float(value)
+        if not np.isfinite(value):
+            raise ValueError(f"returned {value}" + (f" for {name}" if metric.values else ""))
+        values[name] = value
+    missing = [name for name in metric.values if name not in values]
+    if missing:
+        raise ValueError(f"returned no {', '.join(missing)}")
+    return {"values": values, "notes": notes} if notes else {"values": values}
+
+
+def pooled_items(returned: object) -> dict[str, float]:
     """The item count and variance of a pooled metric's clip value; a plain
     number is one item."""
     if not isinstance(returned, PooledValue):
         return {"count": 1, "variance": 0.0}
     if returned.count < 1 or not np.isfinite(returned.variance) or returned.variance < 0:
-        raise ClipError(f"metric {metric.name} returned {returned}: a pooled value needs a count of at least 1 "
-                        "and a finite, non-negative variance")
+        raise ValueError(f"returned {returned}: a pooled value needs a count of at least 1 "
+                         "and a finite, non-negative variance")
     return {"count": int(returned.count), "variance": float(returned.variance)}

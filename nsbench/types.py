@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -51,6 +51,8 @@ class Clip:
     notes: tuple[str, ...] = ()
     source_path: str = ""
     sources: np.ndarray | None = None
+    # What the clean voice says, where the dataset knows it (for word error rate).
+    transcript: str | None = None
 
     @property
     def duration(self) -> float:
@@ -195,6 +197,8 @@ class MetricInputs:
     wall_seconds: float = float("nan")
     reference_sources: np.ndarray | None = None
     output_sources: np.ndarray | None = None
+    transcript: str | None = None  # the clip's, where the dataset knows it
+    options: Mapping[str, Any] = field(default_factory=dict)  # the metric's own (MetricSpec.options)
 
     @property
     def duration(self) -> float:
@@ -241,9 +245,22 @@ class MetricSpec:
     reports, so a scale-invariant score is never read as a level check).
     ``needs_voice``: the metric is meaningless when the clean target is silent
     (music-only clips) and is skipped there. The function raises MetricUndefined
-    when it has no value on a clip. ``pooling``: None, each clip counts once
+    when it has no value on a clip; any other exception fails this metric on
+    this clip (recorded with its reason under the clip's ``undefined``), not
+    the clip: the other metrics stand. ``pooling``: None, each clip counts once
     in a cell's figures; a Pooling, the function returns a PooledValue and the
     cells pool its items (see Pooling).
+
+    ``values``: a metric that writes several values (``wer``, ``wer_input``,
+    ``wer_delta``) names each, with its description; its function then returns
+    a mapping with those keys. A string among them is a note about the clip's
+    value (``wer_reference``), kept in the record's ``metric_notes``.
+    ``options``: the metric's own options (its flags come through the
+    ``add_arguments`` hook): ``options(flags, registry)`` runs once per run and
+    returns a picklable mapping the function finds in ``inputs.options``. Its
+    ``"fingerprint"`` (a string) keys the cache beside the metric's code, and
+    its ``"provenance"`` goes into the results (a recogniser's model hashes).
+    ``flags`` names the flags it reads, which then do not key engines' outputs.
     """
 
     name: str
@@ -259,6 +276,58 @@ class MetricSpec:
     default: bool = True
     tasks: tuple[str, ...] = (ENHANCEMENT,)  # the clips it scores; others skip it
     pooling: Pooling | None = None  # None: a cell's figures weigh each clip once
+    values: Mapping[str, str] = field(default_factory=dict)  # value name -> description
+    options: Callable[[Mapping[str, Any], Any], Mapping[str, Any]] | None = None
+    flags: tuple[str, ...] = ()  # the flags (argparse dests) ``options`` reads: not engine options
+
+
+def reported_values(metrics: Sequence[MetricSpec]) -> list[MetricSpec]:
+    """One spec per value the metrics write into a clip's ``scores``, for the
+    summaries and tables: a metric with several ``values`` stands there as one
+    spec per value (its unit and direction, the value's description)."""
+    result = []
+    for metric in metrics:
+        if not metric.values:
+            result.append(metric)
+            continue
+        result += [
+            dataclasses.replace(metric, name=name, description=description, values={})
+            for name, description in metric.values.items()
+        ]
+    return result
+
+
+# --------------------------------------------------------------------------- recognisers
+
+
+@runtime_checkable
+class Recogniser(Protocol):
+    """A speech recogniser for the ``wer`` metric: ``transcribe`` takes float32
+    mono at its spec's ``sample_rate`` (the harness resamples) and returns the
+    words it heard ("" for none). It must be a function of the audio alone:
+    the same audio gives the same words, whatever it transcribed before."""
+
+    def transcribe(self, audio: np.ndarray) -> str: ...
+
+
+@dataclass(frozen=True)
+class RecogniserSpec:
+    """How to build a recogniser, registered through ``register_recognisers``.
+
+    ``factory()`` builds it (once per process; heavy imports belong inside).
+    ``model_files()`` lists the files its output depends on: their sha256 go
+    into the results' provenance and key the transcript cache, so a changed
+    model never reuses old transcripts.
+    """
+
+    name: str
+    factory: Callable[[], Recogniser]
+    description: str
+    sample_rate: int = 16000
+    model_files: Callable[[], Sequence[str]] = lambda: ()
+    requires: tuple[str, ...] = ()
+    install: str = ""
+    version: Callable[[], str] | str = ""
 
 
 # --------------------------------------------------------------------------- results
@@ -294,6 +363,8 @@ class ClipRecord:
     # Metrics with a Pooling: metric -> {"count": items, "variance": their
     # variance} on this clip, beside its value in ``scores``.
     pooled: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Notes a metric returned about its value (wer_reference: "asr_of_clean").
+    metric_notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -308,7 +379,7 @@ class ClipRecord:
         return dataclasses.asdict(self)
 
 
-def spec_version(spec: EngineSpec | DatasetSpec | MetricSpec) -> str:
+def spec_version(spec: EngineSpec | DatasetSpec | MetricSpec | RecogniserSpec) -> str:
     version = spec.version
     return version() if callable(version) else version
 
