@@ -97,7 +97,7 @@ def nsbench_digest(names: Iterable[str]) -> str:
 
 
 def clip_digest(clip: Clip) -> str:
-    """The clip's audio and rate: what any output of it depends on."""
+    """The clip's audio and rate (and transcript): what any output of it, and its scores, depend on."""
     parts: list[bytes | str] = [str(clip.sample_rate)]
     for array in (clip.noisy, clip.clean, clip.sources):
         if array is None:
@@ -105,6 +105,8 @@ def clip_digest(clip: Clip) -> str:
         else:
             array = np.ascontiguousarray(array)
             parts += [f"{array.dtype.str}{array.shape}", array.data.cast("B")]
+    if clip.transcript is not None:  # the wer metric's reference: a corrected text is scored anew
+        parts += ["transcript", clip.transcript]
     return digest(*parts)
 
 
@@ -132,8 +134,9 @@ def engine_identity(name: str, version: str, factory: Any, fingerprint: str, opt
     )
 
 
-def metric_identity(name: str, version: str, func: Any) -> str:
-    return digest(name, version, code_digest(func), nsbench_digest(METRIC_SOURCES))
+def metric_identity(name: str, version: str, func: Any, fingerprint: str = "") -> str:
+    """``fingerprint``: what the metric's own options make of it (a recogniser and its model)."""
+    return digest(name, version, code_digest(func), nsbench_digest(METRIC_SOURCES), *([fingerprint] if fingerprint else []))
 
 
 def checks_identity() -> str:

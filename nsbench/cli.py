@@ -30,11 +30,12 @@ from nsbench.progress import engine_progress
 from nsbench.registry import Registered, Registry, build_registry
 from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, file_stem, report_markdown, write_json
 from nsbench.runner import LAG_COMPENSATION, run_engine
+from nsbench.metric_options import bind_options, metric_flags
 from nsbench.summary import alignment_summary, summarise
 from nsbench.terminal_summary import summary_text
-from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError
+from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
 
-LIST_CHOICES = ("engines", "datasets", "metrics", "conditions", "plugins", "cache")
+LIST_CHOICES = ("engines", "datasets", "metrics", "conditions", "recognisers", "plugins", "cache")
 EXIT_USER_ERROR = 2
 
 
@@ -160,7 +161,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     dataset = registry.datasets.require_available(args.dataset).spec
     check_arguments(args, dataset)
     engines = select_engines(args.engine, registry)
-    metrics = select_metrics(args.metric, registry)
+    metrics, metric_options = bind_options(select_metrics(args.metric, registry), vars(args), registry)
     chosen = conditions.resolve(args.condition, registry.conditions)  # a missing codec stops the run here
     sources = dataset.clips(vars(args))[: args.limit]
     if not sources:
@@ -169,19 +170,20 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     shared = {
         "dataset_description": dataset.describe(vars(args)),
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
-        "provenance": {**provenance.collect(argv), "jobs": args.jobs},
+        "provenance": {**provenance.collect(argv), "jobs": args.jobs,
+                       **({"metric_options": {name: o.get("provenance", {}) for name, o in metric_options.items()}} if metric_options else {})},
     }
     if chosen:  # each clip once per condition, a cell each
         dataset = dataclasses.replace(dataset, cell_keys=conditions.with_condition_cells(dataset.cell_keys))
         store = None if args.no_cache else (str(cache.cache_root()), not args.rerun)
         sources = conditions.conditioned_sources(sources, chosen, store)
         shared["provenance"]["conditions"] = conditions.provenance(chosen, registry.conditions)
-    extras = RunExtras(args, folder, dataset, sources, metrics)
+    extras = RunExtras(args, folder, dataset, sources, reported_values(metrics))
     run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)
     settings = RunSettings(args, registry, sources, metrics, folder, extras.keep_output if extras.keeps_outputs else None, run_cache,
                            conditions=[condition.name for condition in chosen])
     if run_cache:
-        settings.metric_identities = metric_identities(metrics, registry)
+        settings.metric_identities = metric_identities(metrics, registry, metric_options)
     with executor(args) as settings.dask_client:
         return run_engines(settings, dataset, engines, extras, shared)
 
@@ -234,7 +236,7 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
             break
     sections, exit_code = extras.finish(results)
     top, by_condition = conditions.report_parts(results) if settings.conditions else ([], [])
-    report = report_markdown(dataset.name, results, dataset.cell_keys, metrics, not_run, dataset.table_metrics, args.jobs,
+    report = report_markdown(dataset.name, results, dataset.cell_keys, reported_values(metrics), not_run, dataset.table_metrics, args.jobs,
                              [*by_condition, *sections], top=top)
     if interrupted:
         report = interruption_report(report, interrupted, engine, records, planned_runs(engine, sources, args))
@@ -257,7 +259,7 @@ def summarise_engine(
     compensation: dict[str, Any] | None, extra: dict[str, Any],
 ) -> dict[str, Any]:
     """The engine's ``<engine>.json`` payload."""
-    summary = summarise(records, settings.metrics, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells,
+    summary = summarise(records, reported_values(settings.metrics), dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells,
                         settings.args.voice_drop_db)
     if compensation:
         summary["alignment"]["compensation"] = compensation
@@ -266,8 +268,8 @@ def summarise_engine(
         engine_notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
     info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes)
     if settings.conditions:  # the engine's gain under each condition (the passthrough's: the input's score)
-        extra = {**extra, "conditions": conditions.condition_cells(records, settings.metrics, settings.conditions)}
-    return engine_result(engine.name, dataset.name, summary, settings.metrics, {**extra, "engine_info": info})
+        extra = {**extra, "conditions": conditions.condition_cells(records, reported_values(settings.metrics), settings.conditions)}
+    return engine_result(engine.name, dataset.name, summary, reported_values(settings.metrics), {**extra, "engine_info": info})
 
 
 def check_arguments(args: argparse.Namespace, dataset: DatasetSpec) -> None:
@@ -337,7 +339,8 @@ def cache_identity(engine: EngineSpec, settings: RunSettings, options: dict[str,
     """What the engine's outputs and scores depend on, besides the clips: the
     engine (name, version, code, fingerprint), the options it reads (not the
     harness's own flags), and each metric (computed once per run)."""
-    harness = options["harness_options"] | {"harness_options"}
+    # A metric's flags (--recogniser) change scores, not outputs.
+    harness = options["harness_options"] | {"harness_options"} | metric_flags([r.spec for r in settings.registry.metrics])
     engine_options = {key: value for key, value in options.items() if key not in harness}
     try:
         fingerprint = engine.fingerprint(options) if engine.fingerprint else ""
@@ -348,9 +351,10 @@ def cache_identity(engine: EngineSpec, settings: RunSettings, options: dict[str,
     return cache.Identity(engine_key, settings.metric_identities, cache.checks_identity())
 
 
-def metric_identities(metrics: list[MetricSpec], registry: Registry) -> dict[str, str]:
+def metric_identities(metrics: list[MetricSpec], registry: Registry, options: dict[str, Any] = {}) -> dict[str, str]:
     return {
-        metric.name: cache.metric_identity(metric.name, registry.metrics.get(metric.name).version, metric.func)
+        metric.name: cache.metric_identity(metric.name, registry.metrics.get(metric.name).version, metric.func,
+                                           options.get(metric.name, {}).get("fingerprint", ""))
         for metric in metrics
     }
 

@@ -12,7 +12,7 @@ from typing import Callable
 import pluggy
 
 from nsbench.conditions import ConditionSpec
-from nsbench.types import DatasetSpec, EngineSpec, MetricSpec
+from nsbench.types import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec
 
 PROJECT = "nsbench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -38,6 +38,12 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
 def register_conditions(register: Callable[[ConditionSpec], None]) -> None:
     """Call ``register(ConditionSpec(...))`` once per input condition (a codec
     round trip, a limiter): a transform of the noisy input before the engine."""
+
+
+@hookspec
+def register_recognisers(register: Callable[[RecogniserSpec], None]) -> None:
+    """Call ``register(RecogniserSpec(...))`` once per speech recogniser the
+    ``wer`` metric may use (``--recogniser NAME``)."""
 
 
 @hookspec

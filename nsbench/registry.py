@@ -17,9 +17,9 @@ import pluggy
 
 from nsbench.conditions import ConditionSpec
 from nsbench.plugins import plugin_origin
-from nsbench.types import DatasetSpec, EngineSpec, MetricSpec, UserError, spec_version
+from nsbench.types import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec, UserError, spec_version
 
-SpecT = TypeVar("SpecT", EngineSpec, DatasetSpec, MetricSpec, ConditionSpec)
+SpecT = TypeVar("SpecT", EngineSpec, DatasetSpec, MetricSpec, ConditionSpec, RecogniserSpec)
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,7 @@ class Registry:
     datasets: Kind[DatasetSpec]
     metrics: Kind[MetricSpec]
     conditions: Kind[ConditionSpec] = field(default_factory=lambda: Kind("condition"))
+    recognisers: Kind[RecogniserSpec] = field(default_factory=lambda: Kind("recogniser"))
 
 
 def build_registry(manager: pluggy.PluginManager) -> Registry:
@@ -124,6 +125,7 @@ def build_registry(manager: pluggy.PluginManager) -> Registry:
     collect(manager, "register_datasets", DatasetSpec, registry.datasets)
     collect(manager, "register_metrics", MetricSpec, registry.metrics)
     collect(manager, "register_conditions", ConditionSpec, registry.conditions)
+    collect(manager, "register_recognisers", RecogniserSpec, registry.recognisers)
     return registry
 
 

@@ -24,6 +24,9 @@ TABLE_COLUMNS = (
     ("stoi", "STOI", 3),
     ("music_attenuation_db", "music att.", 2),
     ("voice_level_db", "voice level", 2),
+    ("wer_input", "WER in", 3),
+    ("wer", "WER out", 3),
+    ("wer_delta", "WER delta", 3),
     ("rtf_cpu", "RTF", 3),
 )
 # The version of the <engine>.json layout and meaning; --compare refuses
@@ -105,6 +108,7 @@ def engine_result(
         "expected_flags": summary["expected_flags"],
         "worst_clips": summary["worst_clips"],
         "typical_clips": summary["typical_clips"],
+        "metric_notes": summary.get("metric_notes", {}),
         "metric_definitions": metric_legend(metrics),
         **extra,
     }

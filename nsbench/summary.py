@@ -234,7 +234,17 @@ def summarise(
         "alignment": alignment_summary(records),
         **flag_summary(records, voice_drop_db),
         **listening_picks(records, headline_spec(metrics, headline)),
+        "metric_notes": note_counts(records),
     }
+
+
+def note_counts(records: Sequence[ClipRecord]) -> dict[str, dict[str, int]]:
+    """What metrics said about their values, counted: {"wer_reference": {"asr_of_clean": 36}}."""
+    counts: dict[str, Counter] = {}
+    for record in records:
+        for name, note in record.metric_notes.items():
+            counts.setdefault(name, Counter())[note] += 1
+    return {name: dict(counter) for name, counter in counts.items()}
 
 
 def cell_row(cell: dict[str, str], members: Sequence[ClipRecord], metrics: Sequence[MetricSpec]) -> dict[str, Any]:
