@@ -4,6 +4,10 @@ No official script: a user's set follows nsbench's own protocol. Each metric's
 ``mean``, ``median`` and ``mad`` are over clips, each clip once (a clip run with
 several seeds counts once, by its mean over seeds), as Picovoice's benchmark
 averages files; one cell, named after the folder.
+
+What each clean file says (the ``wer`` metric's reference), where known: a
+``transcripts.tsv`` at the root, lines ``<file name or stem><TAB><text>``, or a
+``.txt`` beside the clean file with its stem (``clean/a.wav``, ``clean/a.txt``).
 """
 from __future__ import annotations
 
@@ -14,9 +18,11 @@ from typing import Any, Mapping
 
 from nsbench.audio import load_pair
 from nsbench.hookspecs import hookimpl
+from nsbench.recognition import load_with_transcript, with_text
 from nsbench.types import ClipSource, DatasetSpec, UserError
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+TRANSCRIPTS_FILE = "transcripts.tsv"
 
 
 def audio_files(folder: Path) -> dict[str, Path]:
@@ -46,14 +52,33 @@ def pairs(root: Path) -> list[tuple[str, Path, Path]]:
 def clips(options: Mapping[str, Any]) -> list[ClipSource]:
     root = Path(options["data_folder"])
     labels = {"set": root.name}
-    return [
-        ClipSource(
-            clip_id=Path(name).stem,
-            load=functools.partial(load_pair, Path(name).stem, str(noisy), str(clean), labels),
-            labels=labels,
-        )
-        for name, noisy, clean in pairs(root)
-    ]
+    table = read_transcripts(root / TRANSCRIPTS_FILE)
+    sources = []
+    for name, noisy, clean in pairs(root):
+        stem = Path(name).stem
+        load = functools.partial(load_pair, stem, str(noisy), str(clean), labels)
+        text, beside = table.get(name, table.get(stem)), clean.with_suffix(".txt")
+        if text is not None:
+            load = functools.partial(with_text, load, text)
+        elif beside.is_file():
+            load = functools.partial(load_with_transcript, load, str(beside))
+        sources.append(ClipSource(clip_id=stem, load=load, labels=labels))
+    return sources
+
+
+def read_transcripts(path: Path) -> dict[str, str]:
+    """transcripts.tsv: file name (or stem) -> text; {} without the file."""
+    if not path.is_file():
+        return {}
+    table = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, tab, text = line.partition("\t")
+        if not tab:
+            raise UserError(f"{path}:{number}: expected '<file name><TAB><text>', found {line.strip()!r}")
+        table[name.strip()] = text.strip()
+    return table
 
 
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,7 +87,12 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     digest = hashlib.sha256()
     for name, noisy, clean in pairs(root):
         digest.update(f"{name}:{noisy.stat().st_size}:{clean.stat().st_size}\n".encode())
-    return {"data_folder": str(root.resolve()), "listing_sha256": digest.hexdigest()}
+    transcripts = root / TRANSCRIPTS_FILE
+    return {
+        "data_folder": str(root.resolve()),
+        "listing_sha256": digest.hexdigest(),
+        **({"transcripts_sha256": hashlib.sha256(transcripts.read_bytes()).hexdigest()} if transcripts.is_file() else {}),
+    }
 
 
 @hookimpl

@@ -2,7 +2,10 @@
 
 ``--data-folder`` holds ``clean_testset_wav/`` and ``noisy_testset_wav/`` with the
 same basenames (``p232_001.wav`` ... ``p257_434.wav``, 824 files, 48 kHz mono) and
-optionally ``logfiles/log_testset.txt``, lines ``<fileid> <noise> <snr>``. Read
+optionally ``logfiles/log_testset.txt``, lines ``<fileid> <noise> <snr>``, and
+``testset_txt/<fileid>.txt``, what each clean file says (the ``wer`` metric's
+reference; a clip without one is scored against the recogniser's transcript of
+its clean file). Read
 and scored at 16 kHz by default, as the published numbers are
 (``--voicebank-rate 48000`` keeps the original rate).
 
@@ -27,10 +30,12 @@ from typing import Any, Mapping
 
 from nsbench.audio import load_pair
 from nsbench.hookspecs import hookimpl
+from nsbench.recognition import load_with_transcript
 from nsbench.types import ClipSource, DatasetSpec, UserError
 
 CLEAN_DIR = "clean_testset_wav"
 NOISY_DIR = "noisy_testset_wav"
+TEXT_DIR = "testset_txt"
 # The Edinburgh DataShare archive unpacks logfiles.zip into logfiles/; some
 # copies keep the log beside the audio folders.
 LOG_PATHS = ("logfiles/log_testset.txt", "log_testset.txt")
@@ -102,6 +107,9 @@ def clips(options: Mapping[str, Any]) -> list[ClipSource]:
         else:
             labels = dict(log.get(file_id, {"noise": NOT_IN_LOG, "snr_db": NOT_IN_LOG}))
         load = functools.partial(load_pair, file_id, str(noisy), str(clean), labels, target_rate=rate)
+        text = root / TEXT_DIR / f"{file_id}.txt"
+        if text.is_file():
+            load = functools.partial(load_with_transcript, load, str(text))
         sources.append(ClipSource(clip_id=file_id, load=load, labels=labels))
     return sources
 
