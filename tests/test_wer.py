@@ -283,3 +283,48 @@ def test_a_silent_output_deletes_every_word(tmp_path, monkeypatch):
     voice = np.full(16000, 0.3, dtype=np.float32)
     inputs = MetricInputs(output=np.zeros_like(voice), clean=voice, noisy=voice, sample_rate=16000)
     assert metric.func(inputs) == {"wer": 1.0, "wer_input": 0.0, "wer_delta": 1.0, "wer_reference": "asr_of_clean"}
+
+
+def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
+    """Through the run loop with a cache: the metric that raises and the one
+    that returns NaN are undefined with their reasons, SI-SDR stands, the clip
+    has no error; on a second run the failures are computed again (a failure
+    may pass), the good score comes from the cache."""
+    from nsbench import cache
+    from nsbench.builtin.engines.passthrough import Passthrough
+    from nsbench.plugins import get_plugin_manager
+    from nsbench.registry import build_registry
+    from nsbench.runner import run_engine
+    from nsbench.types import ClipSource, EngineSpec, MetricSpec
+
+    calls = []
+
+    def raising(inputs):
+        calls.append("raising")
+        raise RuntimeError("the service is down")
+
+    def not_a_number(inputs):
+        calls.append("nan")
+        return {"a": 1.0, "b": float("nan")}
+
+    registry = build_registry(get_plugin_manager(load_entry_points=False))
+    metrics = [
+        registry.metrics.get("si_sdr").spec,
+        MetricSpec(name="raising", func=raising, unit="", higher_is_better=True, description="", ignores=""),
+        MetricSpec(name="pair", func=not_a_number, unit="", higher_is_better=True, description="", ignores="",
+                   values={"a": "first", "b": "second"}),
+    ]
+    rate = 16000
+    clean = np.sin(2 * np.pi * 200 * np.arange(rate) / rate).astype(np.float32)
+    clip = Clip(clip_id="c", noisy=clean + 0.1, clean=clean, sample_rate=rate)
+    spec = EngineSpec(name="passthrough", factory=lambda options: Passthrough(), description="", sample_rate=None, delay=0)
+    store = cache.Cache(tmp_path)
+    identity = cache.Identity("engine", {m.name: m.name for m in metrics}, "checks")
+    for run in range(2):
+        [outcome] = run_engine(spec, {}, [ClipSource("c", lambda: clip)], metrics, cache=store, identity=identity)
+        record = outcome.record
+        assert record.error is None and list(record.scores) == ["si_sdr"]
+        assert record.undefined == {"raising": "metric raising raised RuntimeError: the service is down",
+                                    "pair": "metric pair returned nan for b"}
+        assert record.from_cache == (run == 1)
+    assert calls == ["raising", "nan"] * 2
