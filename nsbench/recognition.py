@@ -126,9 +126,13 @@ class TranscriptStore:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(prefix=f".{key[:8]}-", suffix=".tmp", dir=path.parent)
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(text)
-            os.replace(temporary, path)
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as file:
+                    file.write(text)
+                os.replace(temporary, path)
+            finally:
+                if os.path.exists(temporary):
+                    os.remove(temporary)
         except OSError:  # a full or read-only cache costs the sharing, not the score
             pass
 

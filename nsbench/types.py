@@ -310,6 +310,11 @@ class Recogniser(Protocol):
     def transcribe(self, audio: np.ndarray) -> str: ...
 
 
+def no_model_files() -> tuple[str, ...]:
+    """RecogniserSpec's default: a module-level function, so a spec pickles (Dask)."""
+    return ()
+
+
 @dataclass(frozen=True)
 class RecogniserSpec:
     """How to build a recogniser, registered through ``register_recognisers``.
@@ -324,7 +329,7 @@ class RecogniserSpec:
     factory: Callable[[], Recogniser]
     description: str
     sample_rate: int = 16000
-    model_files: Callable[[], Sequence[str]] = lambda: ()
+    model_files: Callable[[], Sequence[str]] = no_model_files
     requires: tuple[str, ...] = ()
     install: str = ""
     version: Callable[[], str] | str = ""
