@@ -208,8 +208,10 @@ class CountingRecogniser:
     and fails on a clip whose noisy input is the marked one."""
 
     WORDS = "one two three four five six seven eight".split()
+    heard: list[int] = []  # the length of every clip transcribed, in this process
 
     def transcribe(self, audio: np.ndarray) -> str:
+        self.heard.append(len(audio))
         if audio.size and abs(float(audio[0]) - 0.125) < 1e-6:
             raise RuntimeError("the service refused this clip")
         blocks = audio[: len(audio) // 8000 * 8000].reshape(-1, 8000)
@@ -258,6 +260,29 @@ def test_a_recogniser_plugin_is_used_when_named(tmp_path, monkeypatch):
     assert result["provenance"]["metric_options"]["wer"]["version"] == "1"
     assert result["metric_notes"] == {"wer_reference": {"asr_of_clean": 1, "dataset": 1}}
     assert result["metrics"]["wer"]["n"] == 2
+
+
+def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path, monkeypatch):
+    """Two clips, two engines: the clean and noisy transcripts once per clip
+    (passthrough's output is its input: that one too), speex's outputs once
+    each: 6 transcripts. The same run again takes all of them from the cache."""
+    add_plugin_to_the_cli(monkeypatch, CountingPlugin())
+    data = tmp_path / "data"
+    rng = np.random.default_rng(3)
+    for index in range(2):
+        voice = (0.3 * np.sin(2 * np.pi * (220 + 20 * index) * np.arange(16000) / 16000)).astype(np.float32)
+        for folder, audio in (("clean", voice), ("noisy", voice + 0.01 * rng.standard_normal(16000).astype(np.float32))):
+            (data / folder).mkdir(parents=True, exist_ok=True)
+            soundfile.write(data / folder / f"c{index}.wav", audio, 16000, subtype="FLOAT")
+    argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "speex", "--recogniser", "counting",
+            "--results-folder", str(tmp_path / "r"), *RUN]
+    CountingRecogniser.heard.clear()
+    assert main(argv) == 0
+    assert len(CountingRecogniser.heard) == 6
+    assert main([*argv, "--rerun"]) == 0  # --rerun: transcripts anew, once each again
+    assert len(CountingRecogniser.heard) == 12
+    assert main(argv) == 0
+    assert len(CountingRecogniser.heard) == 12
 
 
 def pocketsphinx_options() -> dict:
