@@ -25,12 +25,12 @@ from nsbench import cache, conditions, provenance
 from nsbench.extras import RunExtras
 from nsbench.extras import add_arguments as add_report_arguments
 from nsbench.interrupts import Interrupted, as_interrupted, deferred, signals_interrupt
+from nsbench.metric_options import bind_options, metric_flags, metric_provenance
 from nsbench.plugins import get_plugin_manager
 from nsbench.progress import engine_progress
 from nsbench.registry import Registered, Registry, build_registry
 from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, file_stem, report_markdown, write_json
 from nsbench.runner import LAG_COMPENSATION, run_engine
-from nsbench.metric_options import bind_options, metric_flags
 from nsbench.summary import alignment_summary, summarise
 from nsbench.terminal_summary import summary_text
 from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
@@ -170,8 +170,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
     shared = {
         "dataset_description": dataset.describe(vars(args)),
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
-        "provenance": {**provenance.collect(argv), "jobs": args.jobs,
-                       **({"metric_options": {name: o.get("provenance", {}) for name, o in metric_options.items()}} if metric_options else {})},
+        "provenance": {**provenance.collect(argv), "jobs": args.jobs, **metric_provenance(metric_options)},
     }
     if chosen:  # each clip once per condition, a cell each
         dataset = dataclasses.replace(dataset, cell_keys=conditions.with_condition_cells(dataset.cell_keys))
