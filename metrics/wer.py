@@ -161,7 +161,7 @@ def register_metrics(register):
             requires=("jiwer",),  # the recogniser declares its own
             install=INSTALL,
             version=lambda: f"jiwer {metadata.version('jiwer')}",
-            default=False,  # ~0.5 CPU s per audio second per transcript: see bench/bench_wer.py
+            default=False,  # 0.35-0.8 CPU s per audio second per transcript: see bench/bench_wer.py
             values={
                 "wer": "word error rate of the engine's output",
                 "wer_input": "word error rate of the noisy input",
