@@ -75,6 +75,10 @@ class PocketSphinx:
         return hypothesis.hypstr if hypothesis is not None else ""
 
 
+def jiwer_version() -> str:
+    return f"jiwer {metadata.version('jiwer')}"
+
+
 def pocketsphinx_version() -> str:
     """The package's version and our settings: both change its transcripts."""
     settings = " ".join(f"{key}={value}" for key, value in POCKETSPHINX_SETTINGS.items())
@@ -160,7 +164,7 @@ def register_metrics(register):
             ignores="everything the recogniser does not hear; against its own clean transcript where the dataset has no text",
             requires=("jiwer",),  # the recogniser declares its own
             install=INSTALL,
-            version=lambda: f"jiwer {metadata.version('jiwer')}",
+            version=jiwer_version,
             default=False,  # 0.35-0.8 CPU s per audio second per transcript: see bench/bench_wer.py
             values={
                 "wer": "word error rate of the engine's output",
