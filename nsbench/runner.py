@@ -29,6 +29,7 @@ from nsbench import checks
 from nsbench.audio import fit_length, resample
 from nsbench.cache import Cache, CachedOutput, Identity
 from nsbench.external import PrivateFolder
+from nsbench.reference import ReferenceAudio, ReferenceFeatures, reference_key
 from nsbench.types import (
     Clip,
     ClipError,
@@ -445,7 +446,7 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float,
     # The declared delay, and the lag --align-constant-lag found over a first pass.
     delay = engine.delay + round(holder.options.get(LAG_COMPENSATION, 0.0) * rate)
     reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
-    cpu_start, wall_start = cpu_seconds(), time.perf_counter()
+    cpu_start, wall_start = cpu_seconds(engine), time.perf_counter()
     engine_input = resample(clip.noisy, clip.sample_rate, rate)
     try:
         # Zeros appended so the delayed output still holds the clip's last samples.
@@ -458,7 +459,7 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float,
     check_output(raw, len(engine_input) + delay, several_allowed=clip.is_separation)
     kept = np.asarray(raw, dtype=np.float32)[..., delay : delay + len(engine_input)]
     output = resample(kept, rate, clip.sample_rate)
-    cpu, wall = cpu_seconds() - cpu_start, time.perf_counter() - wall_start
+    cpu, wall = cpu_seconds(engine) - cpu_start, time.perf_counter() - wall_start
     return fit_length(output, len(clip.noisy)), cpu, wall, f"{delay} samples at {rate} Hz"
 
 
@@ -489,11 +490,18 @@ def padded(audio: np.ndarray, count: int) -> np.ndarray:
     return result
 
 
-def cpu_seconds() -> float:
+def cpu_seconds(engine: Engine | None = None) -> float:
     """User + system CPU time of this process and its waited-for children, so a
-    subprocess engine's work is counted like an in-process one."""
+    subprocess engine's work is counted like an in-process one; and of the
+    programs an engine keeps running across clips (optional
+    ``engine.helper_pids()``, e.g. rnnoise's served program)."""
     times = psutil.Process().cpu_times()
-    return times.user + times.system + times.children_user + times.children_system
+    total = times.user + times.system + times.children_user + times.children_system
+    for pid in getattr(engine, "helper_pids", list)():
+        with contextlib.suppress(psutil.Error):
+            helper = psutil.Process(pid).cpu_times()
+            total += helper.user + helper.system
+    return total
 
 
 def check_output(output: object, expected_length: int, several_allowed: bool = False) -> None:
@@ -536,6 +544,7 @@ def score(
         wall_seconds=record.wall_seconds,
         reference_sources=clip.sources,
         output_sources=separated(output, clip),
+        reference=reference_features(clip, run.cache),
     )
     scores: dict[str, float] = {}
     undefined: dict[str, str] = {}
@@ -551,6 +560,13 @@ def score(
         elif "undefined" in result:
             undefined[metric.name] = result["undefined"]
     return scores, undefined
+
+
+def reference_features(clip: Clip, cache: Cache | None) -> ReferenceFeatures:
+    """The clip's reference-side features, shared with the run's other engines
+    (nsbench.reference): computed by the first, then from memory or the cache."""
+    key = reference_key(clip.clean, clip.noisy, clip.sample_rate)
+    return ReferenceFeatures(ReferenceAudio(clip.clean, clip.noisy, clip.sample_rate), key, cache)
 
 
 def score_one(metric: MetricSpec, clip: Clip, inputs: MetricInputs) -> dict[str, Any]:

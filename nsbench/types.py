@@ -195,10 +195,22 @@ class MetricInputs:
     wall_seconds: float = float("nan")
     reference_sources: np.ndarray | None = None
     output_sources: np.ndarray | None = None
+    # The clip's reference-side features, shared by every engine of a run
+    # (nsbench.reference); None computes them here, for this call alone.
+    reference: Any = None
 
     @property
     def duration(self) -> float:
         return len(self.noisy) / self.sample_rate
+
+    def feature(self, compute: Callable[..., dict[str, Any]], *params: Any) -> dict[str, Any]:
+        """``compute(ReferenceAudio(clean, noisy, rate), *params)``: what a metric
+        derives from the clip's clean voice and noisy input alone, computed once
+        per clip for the whole run when the runner shares it."""
+        from nsbench.reference import ReferenceAudio, ReferenceFeatures
+
+        reference = self.reference or ReferenceFeatures(ReferenceAudio(self.clean, self.noisy, self.sample_rate))
+        return reference.get(compute, *params)
 
 
 @dataclass(frozen=True)
