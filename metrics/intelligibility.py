@@ -91,7 +91,7 @@ def samples_at_pystoi_rate(length: int, sample_rate: int) -> int:
 
 
 def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended: bool = False,
-         reference: Features | None = None) -> float:
+         reference: Features | None = None, processed_bands: Callable[[], np.ndarray] | None = None) -> float:
     """STOI (Taal et al. 2011), or ESTOI (Jensen and Taal 2016) with ``extended=True``.
 
     ``pystoi.stoi(clean, processed, sample_rate, extended=extended)``, made
@@ -100,6 +100,8 @@ def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended
     files as float64, as Picovoice's benchmark does).
     ``reference``: ``clean_bands`` of this clean signal and rate, where the
     caller shares it across engines (``MetricInputs.feature``); else computed here.
+    ``processed_bands``: gives ``output_bands`` of ``processed`` for that
+    reference, where STOI and ESTOI share it; else computed here.
     Raises MetricUndefined where pystoi warns that fewer than 30 frames remain,
     before calling it when the clip is too short to ever have them, and when
     it returns NaN (ESTOI of a constant output).
@@ -114,7 +116,7 @@ def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended
         raise ValueError(f"x and y should have the same length, found {clean.shape} and {processed.shape}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        score = _pystoi_steps(clean, processed, sample_rate, extended, reference)
+        score = _pystoi_steps(clean, processed, sample_rate, extended, reference, processed_bands)
     if score is None:
         raise MetricUndefined(TOO_FEW_FRAMES)
     if not np.isfinite(score):  # its divide-by-zero warnings say nothing more
@@ -146,14 +148,15 @@ def clean_bands(audio: ReferenceAudio) -> Features:
 
 
 def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool,
-                  reference: Features | None = None) -> float | None:
+                  reference: Features | None = None,
+                  y_bands: Callable[[], np.ndarray] | None = None) -> float | None:
     """``pystoi.stoi`` step by step, made reproducible (see the module docstring),
     with its per-frame loops as whole-array operations that give the same bits
     (tests/test_metrics.py compares them with pystoi's own steps).
 
     None where pystoi would warn about too few frames and return 1e-5.
     """
-    from pystoi.stoi import N, OBM
+    from pystoi.stoi import N
 
     if reference is None:
         reference = clean_bands(ReferenceAudio(x, y, fs))
@@ -161,15 +164,22 @@ def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool,
         return _blockwise_steps(_at_pystoi_rate(x, fs), _at_pystoi_rate(y, fs), extended, BLOCK_FRAMES)
     if "too_few" in reference:
         return None
-    # float64 as pystoi's caller passes (scipy's upfirdn widens to float64 anyway)
-    y_frames = _windowed_frames(_at_pystoi_rate(y, fs))
-    y_spec = _stft(_overlap_and_add(y_frames[reference["kept"]]))
     x_segments = _segments(reference["bands"], N)
-    y_segments = _segments(_third_octave_bands(y_spec, OBM), N)
+    y_segments = _segments(y_bands() if y_bands else output_bands(y, fs, reference["kept"]), N)
 
     if extended:
         return _estoi_sum(x_segments, y_segments, _pystoi_noise(x_segments.shape)) / x_segments.shape[0]
     return _stoi_sum(x_segments, y_segments) / (x_segments.shape[0] * x_segments.shape[1])
+
+
+def output_bands(y: np.ndarray, fs: int, kept: np.ndarray) -> np.ndarray:
+    """The processed side of ``_pystoi_steps``: the output's 1/3-octave band
+    envelopes (bands x STFT frames) without the clean voice's silent frames."""
+    from pystoi.stoi import OBM
+
+    # float64 as pystoi's caller passes (scipy's upfirdn widens to float64 anyway)
+    y_frames = _windowed_frames(_at_pystoi_rate(y, fs))
+    return _third_octave_bands(_stft(_overlap_and_add(y_frames[kept])), OBM)
 
 
 def _windowed_frames(signal: np.ndarray) -> np.ndarray:
@@ -409,11 +419,24 @@ def pystoi_version() -> str:
 
 
 def stoi_metric(inputs: MetricInputs) -> float:
-    return stoi(inputs.clean, inputs.output, inputs.sample_rate, reference=_shared_bands(inputs))
+    return _shared_stoi(inputs, extended=False)
 
 
 def estoi_metric(inputs: MetricInputs) -> float:
-    return stoi(inputs.clean, inputs.output, inputs.sample_rate, extended=True, reference=_shared_bands(inputs))
+    return _shared_stoi(inputs, extended=True)
+
+
+def _shared_stoi(inputs: MetricInputs, extended: bool) -> float:
+    """The clean side once per clip for every engine, the output's once for STOI and ESTOI."""
+    reference = _shared_bands(inputs)
+    if not reference or "too_few" in reference:
+        return stoi(inputs.clean, inputs.output, inputs.sample_rate, extended=extended, reference=reference)
+    return stoi(inputs.clean, inputs.output, inputs.sample_rate, extended=extended, reference=reference,
+                processed_bands=lambda: inputs.output_feature(_output_bands_of))
+
+
+def _output_bands_of(inputs: MetricInputs) -> np.ndarray:
+    return output_bands(inputs.output, inputs.sample_rate, _shared_bands(inputs)["kept"])
 
 
 def _shared_bands(inputs: MetricInputs) -> Features | None:

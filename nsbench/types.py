@@ -198,6 +198,8 @@ class MetricInputs:
     # The clip's reference-side features, shared by every engine of a run
     # (nsbench.reference); None computes them here, for this call alone.
     reference: Any = None
+    # What metrics derive from this output, shared among them (output_feature).
+    _derived: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def duration(self) -> float:
@@ -211,6 +213,14 @@ class MetricInputs:
 
         reference = self.reference or ReferenceFeatures(ReferenceAudio(self.clean, self.noisy, self.sample_rate))
         return reference.get(compute, *params)
+
+    def output_feature(self, compute: Callable[..., Any], *params: Any) -> Any:
+        """``compute(self, *params)``, once for this output however many metrics
+        ask (STOI and ESTOI share the output's band envelopes)."""
+        key = (compute.__module__, compute.__qualname__, params)
+        if key not in self._derived:
+            self._derived[key] = compute(self, *params)
+        return self._derived[key]
 
 
 @dataclass(frozen=True)
