@@ -8,6 +8,7 @@ file I/O: it yields records and output audio, and the caller writes them.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing
 import multiprocessing.util
 import os
@@ -285,7 +286,18 @@ def run_in_workers(run: EngineRun, sources: Sequence[ClipSource], jobs: int, not
             done += 1
 
 
+def import_metric_packages(run: EngineRun) -> None:
+    """The packages the metrics load when they first score (pystoi pulls in
+    scipy.signal and scipy.stats: 1-2 s), loaded here before the fork: every
+    worker of every engine inherits them, rather than each importing its own."""
+    for metric in run.metrics:
+        for module in metric.requires:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
+
+
 def run_in_pool(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes: list[str]) -> Iterator[Outcome]:
+    import_metric_packages(run)
     context = multiprocessing.get_context("fork")
     scratch = PrivateFolder("nsbench-workers-")
     initargs = (run, str(scratch.path))
