@@ -30,8 +30,10 @@ SKIPPED_ENGINES = ("python", "command", "koala")
 SKIPPED_METRICS = ("rtf_cpu", "rtf_wall")
 
 
-def compute() -> dict[str, Any]:
-    """{"engines": {engine: {clip: {"scores": {...}, "undefined": {...}, "error": ...}}}}."""
+def compute(clip_indices: tuple[int, ...] = CLIP_INDICES, skipped_metrics: tuple[str, ...] = ()) -> dict[str, Any]:
+    """{"engines": {engine: {clip: {"scores": {...}, "undefined": {...}, "error": ...}}}},
+    on the clips at ``clip_indices`` with every metric but ``skipped_metrics``
+    (and the timing metrics)."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
     from nsbench.plugins import get_plugin_manager
@@ -41,10 +43,11 @@ def compute() -> dict[str, Any]:
 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
     sources = registry.datasets.get(DATASET).spec.clips(DATASET_OPTIONS)
-    sources = [sources[index] for index in CLIP_INDICES]
+    sources = [sources[index] for index in clip_indices]
+    skipped = SKIPPED_METRICS + skipped_metrics
     metrics = [
         record.spec for record in registry.metrics
-        if record.available and ENHANCEMENT in record.spec.tasks and record.spec.name not in SKIPPED_METRICS
+        if record.available and ENHANCEMENT in record.spec.tasks and record.spec.name not in skipped
     ]
     engines = [record.spec for record in registry.engines if record.available and record.spec.name not in SKIPPED_ENGINES]
     table: dict[str, Any] = {}

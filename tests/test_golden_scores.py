@@ -7,6 +7,11 @@ operations in the same order as before (tests/test_metrics.py checks them
 step by step against pystoi's own), so no tolerance is needed. An engine of
 the table that is not installed here is left out; one that is, and is not in
 the table, is not checked.
+
+To stay within the suite's time, the test takes three of the table's clips (a
+noisy one, a music-only one, a clean-voice one) and leaves out DNSMOS, which
+costs about a second per clip and engine and shares nothing with the metric
+stage's changes; ``python tests/golden_scores.py`` recomputes the whole table.
 """
 from __future__ import annotations
 
@@ -16,17 +21,23 @@ import pytest
 
 import golden_scores
 
+CLIP_INDICES = (0, 24, 25)  # white_snr-5_0, music-only_0, clean-voice_0
+LEFT_OUT = ("dnsmos_sig", "dnsmos_bak", "dnsmos_ovrl")
+
 
 @pytest.mark.slow
 def test_every_score_equals_the_golden_table():
     golden = json.loads(golden_scores.GOLDEN_PATH.read_text())
     assert golden["dataset"] == golden_scores.DATASET
-    now = golden_scores.compute()
-    assert now["clips"] == golden["clips"]
+    now = golden_scores.compute(CLIP_INDICES, LEFT_OUT)
     compared = 0
     for engine, clips in now["engines"].items():
         if engine not in golden["engines"]:
             continue
-        assert clips == golden["engines"][engine], engine
+        for clip_id, record in clips.items():
+            expected = golden["engines"][engine][clip_id]
+            for part in ("scores", "undefined"):
+                expected[part] = {name: value for name, value in expected[part].items() if name not in LEFT_OUT}
+            assert record == expected, (engine, clip_id)
         compared += 1
     assert compared >= 6  # the engines without optional packages at least
