@@ -181,6 +181,7 @@ class ServedProgram:
         self.argv, self.label, self.cwd = [*argv, "--serve"], label, cwd
         self.stderr_path = folder / "serve-stderr.txt"
         self.process: subprocess.Popen | None = None
+        self.timeout = 0.0  # the current clip's, for its message
 
     def pids(self) -> list[int]:
         return [self.process.pid] if self.process is not None and self.process.poll() is None else []
@@ -189,7 +190,7 @@ class ServedProgram:
         """One clip: what the program wrote for it, as the per-clip program
         writes it. Sent in blocks the pipe holds whole, each reply read before
         the next block, so neither side waits on the other."""
-        deadline = time.monotonic() + timeout
+        deadline, self.timeout = time.monotonic() + timeout, timeout
         try:
             if self.process is None or self.process.poll() is not None:
                 self.start()
@@ -231,7 +232,7 @@ class ServedProgram:
         while len(data) < count:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([stdout], [], [], left)[0]:
-                raise ProgramFailed("timed out and was killed")
+                raise ProgramFailed(f"timed out after {self.timeout:g} s and was killed")
             chunk = os.read(stdout.fileno(), count - len(data))
             if not chunk:
                 raise ProgramFailed(self.how_it_ended())

@@ -299,3 +299,22 @@ def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a
     finally:
         expected.close()
     assert not psutil.Process().children(recursive=True), "a served program was left running"
+
+
+def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stationary):
+    from nsbench.builtin.metrics import sisdr
+    from nsbench.runner import run_engine
+    from nsbench.types import EngineSpec
+
+    argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "hung-once"), "hang"]
+    spec = EngineSpec(
+        name="rnnoise-hangs", description="", sample_rate=rnnoise.SAMPLE_RATE, delay=rnnoise.DECLARED_DELAY,
+        factory=lambda options: rnnoise.RNNoiseDemo(argv, "hanging", 8.0, cwd=REPO_ROOT, served=True),
+    )
+    metrics = [spec for spec in registered_metrics(sisdr) if spec.name == "si_sdri"]
+    started = time.monotonic()
+    first, second = run_engine(spec, {}, stationary[:2], metrics)
+    assert first.record.error == "hanging timed out after 8 s and was killed; the next clip starts a fresh program"
+    assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
+    assert time.monotonic() - started < 60
+    assert not psutil.Process().children(recursive=True), "the hung program was left running"
