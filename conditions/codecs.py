@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.fft import irfft, rfft, rfftfreq
-from scipy.signal import lfilter
 
 from nsbench.alignment import correlation_window, estimate_lag
 from nsbench.audio import fit_length, resample
@@ -171,6 +170,8 @@ def probe_signal(rate: int, seed: int = PROBE_SEED, seconds: float = PROBE_SECON
     through three formant resonators, in syllables. Speech codecs (CELP) code
     it faithfully enough to align, and, unlike a steady tone, no period of it
     repeats, so the cross-correlation has a single peak."""
+    from scipy.signal import lfilter  # scipy.signal costs ~1 s to import: only where a codec runs
+
     rng = np.random.default_rng(seed)
     length = int(seconds * rate)
     pulses = np.zeros(length)

@@ -14,7 +14,6 @@ import functools
 from typing import Any
 
 import numpy as np
-from scipy.signal import butter, sosfiltfilt
 
 from nsbench.conditions import NONE, ConditionSpec
 from nsbench.hookspecs import hookimpl
@@ -165,6 +164,8 @@ def lowpass(audio: np.ndarray, sample_rate: int, cutoff_hz: float, order: int) -
     lag; twice the order's slope). Clips whose band ends below the cutoff pass unchanged."""
     if cutoff_hz >= sample_rate / 2 or not len(audio):
         return audio
+    from scipy.signal import butter, sosfiltfilt  # ~1 s to import: only where the condition runs
+
     sections = butter(order, cutoff_hz, btype="low", fs=sample_rate, output="sos")
     if len(audio) <= 3 * (2 * len(sections) + 1):  # sosfiltfilt's padding needs more samples
         raise ValueError(f"{len(audio)} samples are too few to filter")

@@ -3,8 +3,13 @@
 
 By default the program is our own ``python -m nsbench.tools.rnnoise_demo`` on
 the library bundled in PyPI ``pyrnnoise`` (current model), so the engine works
-right after ``pip install``. ``--rnnoise-demo-path`` runs a user-built xiph
-``rnnoise_demo`` instead.
+right after ``pip install``; it is started once per engine (so once per
+worker) and serves every clip over stdin/stdout (``--serve``, a framed protocol
+carrying blocks of any size, with a fresh RNNoise state per clip), rather than
+paying Python's start-up per clip. ``--rnnoise-demo-path`` runs a user-built
+xiph ``rnnoise_demo`` instead, once per clip, as Picovoice's benchmark does.
+A served program that dies or hangs fails its clip with the reason; the next
+clip starts a fresh one.
 
 The demo drops the first frame's output and a trailing partial frame, so each
 clip is padded with one frame of zeros in front and whole frames behind, and
@@ -19,10 +24,16 @@ the measured delay removed; it is reported in ``notes``.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import os
+import select
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -31,7 +42,7 @@ import numpy as np
 from nsbench.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
 from nsbench.builtin import REPO_ROOT
 from nsbench.cache import files_digest
-from nsbench.external import PrivateFolder, check_executable, run_program
+from nsbench.external import STDERR_TAIL_CHARS, PrivateFolder, check_executable, run_program
 from nsbench.frames import from_int16, to_int16
 from nsbench.hookspecs import hookimpl
 from nsbench.types import ClipError, EngineSpec, UserError
@@ -42,6 +53,8 @@ FRAME = 480  # samples per rnnoise_process_frame call
 # first frame and our one frame of leading zeros cancel out.
 DECLARED_DELAY = 960
 DEFAULT_TIMEOUT = 60.0
+# Samples per block sent to the served program: 32 KB, which a pipe holds whole.
+SERVE_BLOCK = 16384
 FLAG = "--rnnoise-demo-path"
 INSTALL = "pip install pyrnnoise==0.4.5"
 
@@ -59,14 +72,17 @@ MAX_LAG = int(DEFAULT_MAX_LAG_SECONDS * SAMPLE_RATE)
 
 
 class RNNoiseDemo:
-    """One ``rnnoise_demo``-protocol program run per clip on files in a private folder."""
+    """An ``rnnoise_demo``-protocol program: run per clip on files in a private
+    folder, or (``served``) one ``--serve`` process for every clip."""
 
-    def __init__(self, argv: Sequence[str], label: str, timeout: float, cwd: Path | None = None):
+    def __init__(self, argv: Sequence[str], label: str, timeout: float, cwd: Path | None = None,
+                 served: bool = False):
         self.argv, self.label, self.timeout = list(argv), label, timeout
         self.sample_rate, self.delay = SAMPLE_RATE, DECLARED_DELAY
         self.notes: list[str] = []
         self.folder = PrivateFolder("nsbench-rnnoise-")
         self.cwd = cwd or self.folder.path
+        self.server = ServedProgram(self.argv, label, self.cwd, self.folder.path) if served else None
         try:
             self.delay = self.calibrate()
         except BaseException:
@@ -84,6 +100,15 @@ class RNNoiseDemo:
         tail = -length % FRAME + FRAME
         # The protocol's files are little-endian whatever the machine.
         pcm = to_int16(np.concatenate([np.zeros(FRAME, np.float32), audio, np.zeros(tail, np.float32)])).astype("<i2")
+        written = self.server.denoise(pcm, timeout) if self.server else self.run_once(pcm, timeout)
+        if len(written) < length:
+            raise ClipError(f"{self.label} wrote {len(written)} samples for {len(pcm)} in; expected at least {length}")
+        if len(written) > len(pcm):
+            raise ClipError(f"{self.label} wrote {len(written)} samples for {len(pcm)} in: more than it was given")
+        return from_int16(written[:length])
+
+    def run_once(self, pcm: np.ndarray, timeout: float) -> np.ndarray:
+        """The program run on this clip's files: what it wrote."""
         source, target = self.folder.path / "in.pcm", self.folder.path / "out.pcm"
         target.unlink(missing_ok=True)  # a stale output must never pass for this clip's
         pcm.tofile(source)
@@ -95,12 +120,11 @@ class RNNoiseDemo:
         # audio. What the protocol does rule out is checked.
         if len(raw) % 2:
             raise ClipError(f"{self.label} wrote {len(raw)} bytes, an odd number: not 16-bit samples")
-        written = np.frombuffer(raw, dtype="<i2")
-        if len(written) < length:
-            raise ClipError(f"{self.label} wrote {len(written)} samples for {len(pcm)} in; expected at least {length}")
-        if len(written) > len(pcm):
-            raise ClipError(f"{self.label} wrote {len(written)} samples for {len(pcm)} in: more than it was given")
-        return from_int16(written[:length])
+        return np.frombuffer(raw, dtype="<i2")
+
+    def helper_pids(self) -> list[int]:
+        """The served program, whose CPU time is this engine's (nsbench.runner)."""
+        return self.server.pids() if self.server else []
 
     def calibrate(self) -> int:
         """The program's delay in samples at 48 kHz, measured on the probe once
@@ -140,7 +164,110 @@ class RNNoiseDemo:
         return delay, note
 
     def close(self) -> None:
+        if self.server:
+            self.server.close()
         self.folder.close()
+
+
+class ProgramFailed(Exception):
+    """The served program died, hung or broke the protocol: the message says how."""
+
+
+class ServedProgram:
+    """``ARGV --serve`` (nsbench.tools.rnnoise_demo.SERVE_PROTOCOL), started on
+    first use and again after it failed."""
+
+    def __init__(self, argv: Sequence[str], label: str, cwd: Path, folder: Path):
+        self.argv, self.label, self.cwd = [*argv, "--serve"], label, cwd
+        self.stderr_path = folder / "serve-stderr.txt"
+        self.process: subprocess.Popen | None = None
+        self.timeout = 0.0  # the current clip's, for its message
+
+    def pids(self) -> list[int]:
+        return [self.process.pid] if self.process is not None and self.process.poll() is None else []
+
+    def denoise(self, pcm: np.ndarray, timeout: float) -> np.ndarray:
+        """One clip: what the program wrote for it, as the per-clip program
+        writes it. Sent in blocks the pipe holds whole, each reply read before
+        the next block, so neither side waits on the other."""
+        deadline, self.timeout = time.monotonic() + timeout, timeout
+        try:
+            if self.process is None or self.process.poll() is not None:
+                self.start()
+            parts = [self.request(b"N", b"", deadline)]
+            for start in range(0, len(pcm), SERVE_BLOCK):
+                parts.append(self.request(b"A", pcm[start : start + SERVE_BLOCK].tobytes(), deadline))
+            parts.append(self.request(b"F", b"", deadline))
+        except ProgramFailed as error:
+            self.stop()
+            raise ClipError(f"{self.label} {error}; the next clip starts a fresh program") from error
+        return np.frombuffer(b"".join(parts), dtype="<i2")
+
+    def start(self) -> None:
+        with open(self.stderr_path, "wb") as stderr:
+            try:
+                self.process = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=stderr)
+            except OSError as error:
+                raise ProgramFailed(f"could not start: {error}") from error
+
+    def request(self, kind: bytes, payload: bytes, deadline: float) -> bytes:
+        from nsbench.tools.rnnoise_demo import HEADER
+
+        try:
+            self.process.stdin.write(HEADER.pack(kind, len(payload)) + payload)
+            self.process.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise ProgramFailed(self.how_it_ended()) from None
+        reply, length = HEADER.unpack(self.read(HEADER.size, deadline))
+        body = self.read(length, deadline)
+        if reply == b"E":
+            raise ProgramFailed(f"refused a message: {body.decode(errors='replace')}")
+        if reply != b"O" or length % 2:
+            raise ProgramFailed(f"broke the protocol: a {reply!r} reply of {length} bytes")
+        return body
+
+    def read(self, count: int, deadline: float) -> bytes:
+        stdout, data = self.process.stdout, b""
+        while len(data) < count:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stdout], [], [], left)[0]:
+                raise ProgramFailed(f"timed out after {self.timeout:g} s and was killed")
+            chunk = os.read(stdout.fileno(), count - len(data))
+            if not chunk:
+                raise ProgramFailed(self.how_it_ended())
+            data += chunk
+        return data
+
+    def how_it_ended(self) -> str:
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "closed its output mid-clip"
+        how = f"signal {-code}, {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        tail = self.stderr_path.read_text(errors="replace").strip()[-STDERR_TAIL_CHARS:] if self.stderr_path.exists() else ""
+        return f"died mid-clip ({how}){': ' + tail if tail else ''}"
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+        if process is not None:
+            process.wait()
+            for stream in (process.stdin, process.stdout):
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def close(self) -> None:
+        """Asks the program to quit, and kills it if it does not."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                process.stdin.write(b"Q" + bytes(4))
+                process.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=2)
+        self.stop()
 
 
 # program_identity(argv) -> (delay, note)
@@ -186,7 +313,7 @@ def build(options: Mapping[str, Any]) -> RNNoiseDemo:
     # `python -m` finds nsbench from the folder above the package (the repo
     # root, or site-packages once installed).
     label = f"nsbench.tools.rnnoise_demo (pyrnnoise {version()})"
-    return RNNoiseDemo([sys.executable, "-m", "nsbench.tools.rnnoise_demo"], label, timeout, cwd=REPO_ROOT)
+    return RNNoiseDemo([sys.executable, "-m", "nsbench.tools.rnnoise_demo"], label, timeout, cwd=REPO_ROOT, served=True)
 
 
 def fingerprint(options: Mapping[str, Any]) -> str:

@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from nsbench.hookspecs import hookimpl
 from nsbench.types import SEPARATION, MetricInputs, MetricSpec, MetricUndefined, PooledValue, Pooling
@@ -108,6 +107,10 @@ def best_permutation(scores: np.ndarray) -> tuple[int, ...]:
     p[j] the estimate for reference j, maximising the total."""
     slots = scores.shape[0]
     if slots > MAX_SLOTS_FOR_PERMUTATIONS:
+        # scipy.optimize costs ~0.5 s to import: only where a FUSS clip is scored,
+        # not on every start-up (all metric modules load to register)
+        from scipy.optimize import linear_sum_assignment
+
         estimates, references = linear_sum_assignment(scores, maximize=True)
         return tuple(int(i) for i in estimates[np.argsort(references)])
     columns = np.arange(slots)

@@ -46,6 +46,7 @@ bit for bit as before.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from importlib import metadata
 from typing import Callable
@@ -53,6 +54,7 @@ from typing import Callable
 import numpy as np
 
 from nsbench.hookspecs import hookimpl
+from nsbench.reference import Features, ReferenceAudio
 from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
 
 PYSTOI_VERSION = "0.4.1"  # the version the tests compare against
@@ -78,6 +80,9 @@ MAX_TOO_SHORT = 256 + 30 * 128
 # shorter ones exactly as before. See _blockwise_steps.
 WHOLE_CLIP_SAMPLES = 2**20
 BLOCK_FRAMES = 4096
+# ESTOI's noise: this many of RandomState(0)'s normals are kept per process.
+NOISE_KEPT = 2**22
+_EPS = np.finfo("float").eps  # pystoi.utils.EPS
 
 
 def samples_at_pystoi_rate(length: int, sample_rate: int) -> int:
@@ -85,13 +90,18 @@ def samples_at_pystoi_rate(length: int, sample_rate: int) -> int:
     return -(-length * PYSTOI_RATE // sample_rate)
 
 
-def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended: bool = False) -> float:
+def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended: bool = False,
+         reference: Features | None = None, processed_bands: Callable[[], np.ndarray] | None = None) -> float:
     """STOI (Taal et al. 2011), or ESTOI (Jensen and Taal 2016) with ``extended=True``.
 
     ``pystoi.stoi(clean, processed, sample_rate, extended=extended)``, made
     reproducible as the module docstring says, on float64 copies of the arrays
     (float32 clips widen exactly, so this matches a caller that read the WAV
     files as float64, as Picovoice's benchmark does).
+    ``reference``: ``clean_bands`` of this clean signal and rate, where the
+    caller shares it across engines (``MetricInputs.feature``); else computed here.
+    ``processed_bands``: gives ``output_bands`` of ``processed`` for that
+    reference, where STOI and ESTOI share it; else computed here.
     Raises MetricUndefined where pystoi warns that fewer than 30 frames remain,
     before calling it when the clip is too short to ever have them, and when
     it returns NaN (ESTOI of a constant output).
@@ -102,9 +112,11 @@ def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended
             f"the clip lasts {1000 * len(clean) / sample_rate:.1f} ms; STOI needs more than "
             f"{1000 * MAX_TOO_SHORT / PYSTOI_RATE:.1f} ms (30 frames of pystoi's at 10 kHz)"
         )
+    if clean.shape != processed.shape:
+        raise ValueError(f"x and y should have the same length, found {clean.shape} and {processed.shape}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        score = _pystoi_steps(clean, processed, sample_rate, extended)
+        score = _pystoi_steps(clean, processed, sample_rate, extended, reference, processed_bands)
     if score is None:
         raise MetricUndefined(TOO_FEW_FRAMES)
     if not np.isfinite(score):  # its divide-by-zero warnings say nothing more
@@ -114,35 +126,123 @@ def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended
     return float(score)
 
 
-def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool) -> float | None:
-    """``pystoi.stoi`` step by step, made reproducible (see the module docstring).
+def clean_bands(audio: ReferenceAudio) -> Features:
+    """The clean side of ``_pystoi_steps``, shared by STOI and ESTOI and by
+    every engine: ``kept``, the indices of pystoi's frames that are not silent,
+    and ``bands``, the 1/3-octave band envelopes (bands x STFT frames) of the
+    clean voice with the silent frames removed ("too_few" instead where fewer
+    than 30 STFT frames remain). Empty for long clips, which go block by block.
+    """
+    from pystoi.stoi import DYN_RANGE, N, N_FRAME, OBM
+
+    x = _at_pystoi_rate(audio.clean, audio.sample_rate)
+    if len(x) > WHOLE_CLIP_SAMPLES:
+        return {}
+    x_frames = _windowed_frames(x)
+    energies = 20 * np.log10(np.linalg.norm(x_frames, axis=1) + _EPS)
+    kept = np.flatnonzero((np.max(energies) - DYN_RANGE - energies) < 0)
+    x_spec = _stft(_overlap_and_add(x_frames[kept]))
+    if len(x_spec) < N:
+        return {"kept": kept, "too_few": True}
+    return {"kept": kept, "bands": _third_octave_bands(x_spec, OBM)}
+
+
+def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool,
+                  reference: Features | None = None,
+                  y_bands: Callable[[], np.ndarray] | None = None) -> float | None:
+    """``pystoi.stoi`` step by step, made reproducible (see the module docstring),
+    with its per-frame loops as whole-array operations that give the same bits
+    (tests/test_metrics.py compares them with pystoi's own steps).
 
     None where pystoi would warn about too few frames and return 1e-5.
     """
-    # heavy-ish (scipy); only when the metric runs
-    from pystoi import utils
-    from pystoi.stoi import DYN_RANGE, N, N_FRAME, NFFT, OBM
+    from pystoi.stoi import N
 
-    if x.shape != y.shape:
-        raise ValueError(f"x and y should have the same length, found {x.shape} and {y.shape}")
-    # float64 as pystoi's caller passes (scipy's upfirdn widens to float64 anyway);
-    # one signal at a time, so only one float64 copy of the input exists at once
-    x = _at_pystoi_rate(x, fs)
-    y = _at_pystoi_rate(y, fs)
-    if len(x) > WHOLE_CLIP_SAMPLES:
-        return _blockwise_steps(x, y, extended, BLOCK_FRAMES)
-    x, y = utils.remove_silent_frames(x, y, DYN_RANGE, N_FRAME, int(N_FRAME / 2))
-    x_spec = utils.stft(x, N_FRAME, NFFT, overlap=2)  # frames x bins
-    y_spec = utils.stft(y, N_FRAME, NFFT, overlap=2)
-    if len(x_spec) < N:
+    if reference is None:
+        reference = clean_bands(ReferenceAudio(x, y, fs))
+    if not reference:  # a long clip: block by block
+        return _blockwise_steps(_at_pystoi_rate(x, fs), _at_pystoi_rate(y, fs), extended, BLOCK_FRAMES)
+    if "too_few" in reference:
         return None
-    x_segments = _segments(_third_octave_bands(x_spec, OBM), N)
-    y_segments = _segments(_third_octave_bands(y_spec, OBM), N)
+    x_segments = _segments(reference["bands"], N)
+    y_segments = _segments(y_bands() if y_bands else output_bands(y, fs, reference["kept"]), N)
 
     if extended:
-        noise = np.random.RandomState(0)  # pystoi's draws after np.random.seed(0)
-        return _estoi_sum(x_segments, y_segments, (noise,) * 4) / x_segments.shape[0]
+        return _estoi_sum(x_segments, y_segments, _pystoi_noise(x_segments.shape)) / x_segments.shape[0]
     return _stoi_sum(x_segments, y_segments) / (x_segments.shape[0] * x_segments.shape[1])
+
+
+def output_bands(y: np.ndarray, fs: int, kept: np.ndarray) -> np.ndarray:
+    """The processed side of ``_pystoi_steps``: the output's 1/3-octave band
+    envelopes (bands x STFT frames) without the clean voice's silent frames."""
+    from pystoi.stoi import OBM
+
+    # float64 as pystoi's caller passes (scipy's upfirdn widens to float64 anyway)
+    y_frames = _windowed_frames(_at_pystoi_rate(y, fs))
+    return _third_octave_bands(_stft(_overlap_and_add(y_frames[kept])), OBM)
+
+
+def _windowed_frames(signal: np.ndarray) -> np.ndarray:
+    """pystoi's ``w * x[i:i + 256] for i in range(0, len(x) - 256, 128)``, as one array."""
+    from pystoi.stoi import N_FRAME
+
+    hop = N_FRAME // 2
+    count = len(range(0, len(signal) - N_FRAME, hop))
+    frames = np.lib.stride_tricks.sliding_window_view(signal, N_FRAME)[::hop][:count]
+    return _hanning() * frames
+
+
+def _overlap_and_add(frames: np.ndarray) -> np.ndarray:
+    from pystoi import utils
+    from pystoi.stoi import N_FRAME
+
+    return utils._overlap_and_add(frames, N_FRAME // 2)
+
+
+def _stft(signal: np.ndarray) -> np.ndarray:
+    """pystoi's ``utils.stft(signal, 256, 512, overlap=2)`` (frames x bins): every
+    frame's rfft in one call, each row the same 1-D transform as its own call."""
+    from pystoi.stoi import N_FRAME, NFFT
+
+    frames = _windowed_frames(signal)
+    return np.fft.rfft(frames, n=NFFT, axis=1) if len(frames) else np.zeros((0, NFFT // 2 + 1), complex)
+
+
+@functools.lru_cache(maxsize=1)
+def _hanning() -> np.ndarray:
+    from pystoi.stoi import N_FRAME
+
+    return np.hanning(N_FRAME + 2)[1:-1]  # pystoi's matlab.hanning(256)
+
+
+def _pystoi_noise(shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """ESTOI's four draws of ``shape`` normals, in pystoi's order (x's row and
+    column noise, then y's), as drawn after ``np.random.seed(0)``.
+
+    Successive draws from one generator are successive pieces of one stream
+    (the legacy normals come in cached pairs, but the state carries the cache),
+    so the four draws are the first four ``shape``-sized pieces of
+    ``RandomState(0)``'s normals: drawn once per process and sliced, rather
+    than ~0.5 million normals drawn per 4-second clip and engine.
+    """
+    size = int(np.prod(shape))
+    stream = _noise_stream(4 * size)
+    return tuple(stream[i * size: (i + 1) * size].reshape(shape) for i in range(4))
+
+
+_stream = np.zeros(0)
+
+
+def _noise_stream(count: int) -> np.ndarray:
+    """The first ``count`` normals of ``RandomState(0)``, kept for the process up
+    to ``NOISE_KEPT`` of them (32 MB, a ~30 s clip's ESTOI); longer are drawn anew."""
+    global _stream
+    if count > len(_stream):
+        drawn = np.random.RandomState(0).standard_normal(count)
+        if count > NOISE_KEPT:
+            return drawn
+        _stream = drawn
+    return _stream[:count]
 
 
 def _stoi_sum(x_segments: np.ndarray, y_segments: np.ndarray) -> float:
@@ -167,8 +267,8 @@ def _stoi_sum(x_segments: np.ndarray, y_segments: np.ndarray) -> float:
 def _estoi_sum(x_segments: np.ndarray, y_segments: np.ndarray, noise: tuple) -> float:
     """The sum of ESTOI's per-segment correlations (pystoi's lines).
 
-    ``noise`` holds the generators of pystoi's four draws, in its order: x's
-    row and column noise, then y's.
+    ``noise`` holds pystoi's four draws of noise (arrays shaped as the
+    segments), in its order: x's row and column noise, then y's.
     """
     from pystoi.stoi import N
 
@@ -268,7 +368,8 @@ def _blockwise_steps(x: np.ndarray, y: np.ndarray, extended: bool, block_frames:
         x_segments = _segments(x_tob[:, frames], N)
         y_segments = _segments(y_tob[:, frames], N)
         if extended:
-            total += float(_estoi_sum(x_segments, y_segments, noise))
+            draws = tuple(generator.standard_normal(x_segments.shape) for generator in noise)
+            total += float(_estoi_sum(x_segments, y_segments, draws))
         else:
             total += float(_stoi_sum(x_segments, y_segments))
     return total / n_segments if extended else total / (n_segments * len(OBM))
@@ -293,20 +394,19 @@ def _segments(tob: np.ndarray, n: int) -> np.ndarray:
     return np.ascontiguousarray(windows.transpose(1, 0, 2))
 
 
-def _row_col_normalize(x: np.ndarray, row_noise: np.random.RandomState,
-                       col_noise: np.random.RandomState) -> np.ndarray:
-    """pystoi's ``utils.row_col_normalize`` with its two draws of noise from
-    ``row_noise`` then ``col_noise`` (one generator twice for pystoi's).
+def _row_col_normalize(x: np.ndarray, row_noise: np.ndarray, col_noise: np.ndarray) -> np.ndarray:
+    """pystoi's ``utils.row_col_normalize`` with ``row_noise`` and ``col_noise``
+    for its two draws of ``np.random.standard_normal(x.shape)``.
 
     Scaling by the reciprocal norms broadcasts instead of multiplying by
     diagonal matrices: each product there is one term plus exact zeros, so the
     values are the same (and NaN in the same cases).
     """
     eps = np.finfo("float").eps
-    x = x + eps * row_noise.standard_normal(x.shape)
+    x = x + eps * row_noise
     x -= np.mean(x, axis=-1, keepdims=True)
     x = x * (1. / np.sqrt(np.sum(np.square(x), axis=-1, keepdims=True)))
-    x += eps * col_noise.standard_normal(x.shape)
+    x += eps * col_noise
     x -= np.mean(x, axis=1, keepdims=True)
     return x * (1. / np.sqrt(np.sum(np.square(x), axis=1, keepdims=True)))
 
@@ -319,11 +419,32 @@ def pystoi_version() -> str:
 
 
 def stoi_metric(inputs: MetricInputs) -> float:
-    return stoi(inputs.clean, inputs.output, inputs.sample_rate)
+    return _shared_stoi(inputs, extended=False)
 
 
 def estoi_metric(inputs: MetricInputs) -> float:
-    return stoi(inputs.clean, inputs.output, inputs.sample_rate, extended=True)
+    return _shared_stoi(inputs, extended=True)
+
+
+def _shared_stoi(inputs: MetricInputs, extended: bool) -> float:
+    """The clean side once per clip for every engine, the output's once for STOI and ESTOI."""
+    reference = _shared_bands(inputs)
+    if not reference or "too_few" in reference:
+        return stoi(inputs.clean, inputs.output, inputs.sample_rate, extended=extended, reference=reference)
+    return stoi(inputs.clean, inputs.output, inputs.sample_rate, extended=extended, reference=reference,
+                processed_bands=lambda: inputs.output_feature(_output_bands_of))
+
+
+def _output_bands_of(inputs: MetricInputs) -> np.ndarray:
+    return output_bands(inputs.output, inputs.sample_rate, _shared_bands(inputs)["kept"])
+
+
+def _shared_bands(inputs: MetricInputs) -> Features | None:
+    """The clean side, once per clip for every engine; None where the clip is
+    too short (``stoi`` then says so, before any work)."""
+    if samples_at_pystoi_rate(len(inputs.clean), inputs.sample_rate) <= MAX_TOO_SHORT:
+        return None
+    return inputs.feature(clean_bands)
 
 
 @hookimpl

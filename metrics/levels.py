@@ -20,6 +20,7 @@ import numpy as np
 
 from nsbench.blocks import BLOCK_SAMPLES, spans
 from nsbench.hookspecs import hookimpl
+from nsbench.reference import Features, ReferenceAudio
 from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
 
 SEGMENT_SECONDS = 0.020
@@ -87,25 +88,43 @@ def _clamped_db(numerator: float, denominator: float) -> float:
     return float(np.clip(10.0 * np.log10(numerator / denominator), -CLAMP_DB, CLAMP_DB))
 
 
-def voice_level_db(output: np.ndarray, clean: np.ndarray, sample_rate: int) -> float:
+def clean_segments(audio: ReferenceAudio) -> Features:
+    """What voice level and music attenuation take from the clean voice and the
+    input alone, once per clip for every engine (nsbench.reference): the
+    voice-active segments, the clean voice's energy in them, and the input's
+    energy in the others."""
+    _check_lengths(audio.noisy, audio.clean)
+    active = voice_active_segments(audio.clean, audio.sample_rate)
+    seg = segment_length(audio.sample_rate)
+    return {
+        "active": active,
+        "clean_energy": float(_segment_sums(audio.clean, seg)[active].sum()),
+        "input_energy": float(_segment_sums(audio.noisy, seg)[~active].sum()),
+    }
+
+
+def voice_level_db(output: np.ndarray, clean: np.ndarray, sample_rate: int,
+                   reference: Features | None = None) -> float:
     """10 log10(sum over voice-active segments of output^2 / same of clean^2) (nomus write-up).
 
     Segments are 20 ms of the clean voice; see ``voice_active_segments`` for the
     threshold and the trailing partial segment, which counts like any other.
     Raises MetricUndefined when the clean voice is silent (no active segment).
     An exactly silent output reads -120 dB (clamped like SI-SDR), not -inf.
+    ``reference``: ``clean_segments`` of this clip, where the caller shares it.
     """
     _check_lengths(output, clean)
-    active = voice_active_segments(clean, sample_rate)
+    if reference is None:
+        reference = clean_segments(ReferenceAudio(clean, clean, sample_rate))
+    active = reference["active"]
     if not active.any():
         raise MetricUndefined("the clean voice is silent: no voice-active segment")
-    seg = segment_length(sample_rate)
-    out_energy = float(_segment_sums(output, seg)[active].sum())
-    clean_energy = float(_segment_sums(clean, seg)[active].sum())
-    return _clamped_db(out_energy, clean_energy)
+    out_energy = float(_segment_sums(output, segment_length(sample_rate))[active].sum())
+    return _clamped_db(out_energy, reference["clean_energy"])
 
 
-def music_attenuation_db(output: np.ndarray, noisy: np.ndarray, clean: np.ndarray, sample_rate: int) -> float:
+def music_attenuation_db(output: np.ndarray, noisy: np.ndarray, clean: np.ndarray, sample_rate: int,
+                         reference: Features | None = None) -> float:
     """10 log10(sum over voice-silent segments of output^2 / same of input^2) (nomus write-up).
 
     Negative means removed; passthrough is exactly 0. Segments are 20 ms of the
@@ -114,25 +133,27 @@ def music_attenuation_db(output: np.ndarray, noisy: np.ndarray, clean: np.ndarra
     Raises MetricUndefined when no segment is voice-silent, or when the input is
     exactly silent in all of them (nothing to attenuate). An output exactly
     silent there reads -120 dB (clamped like SI-SDR), not -inf.
+    ``reference``: ``clean_segments`` of this clip, where the caller shares it.
     """
     _check_lengths(output, noisy, clean)
-    silent = ~voice_active_segments(clean, sample_rate)
+    if reference is None:
+        reference = clean_segments(ReferenceAudio(clean, noisy, sample_rate))
+    silent = ~reference["active"]
     if not silent.any():
         raise MetricUndefined("no voice-silent segment: the voice never pauses for 20 ms")
-    seg = segment_length(sample_rate)
-    input_energy = float(_segment_sums(noisy, seg)[silent].sum())
+    input_energy = reference["input_energy"]
     if input_energy == 0.0:
         raise MetricUndefined("the input is silent wherever the voice is: nothing to attenuate")
-    out_energy = float(_segment_sums(output, seg)[silent].sum())
+    out_energy = float(_segment_sums(output, segment_length(sample_rate))[silent].sum())
     return _clamped_db(out_energy, input_energy)
 
 
 def voice_level_metric(inputs: MetricInputs) -> float:
-    return voice_level_db(inputs.output, inputs.clean, inputs.sample_rate)
+    return voice_level_db(inputs.output, inputs.clean, inputs.sample_rate, inputs.feature(clean_segments))
 
 
 def music_attenuation_metric(inputs: MetricInputs) -> float:
-    return music_attenuation_db(inputs.output, inputs.noisy, inputs.clean, inputs.sample_rate)
+    return music_attenuation_db(inputs.output, inputs.noisy, inputs.clean, inputs.sample_rate, inputs.feature(clean_segments))
 
 
 @hookimpl

@@ -30,6 +30,7 @@ import numpy as np
 
 from nsbench.blocks import arrays_equal, float64_blocks
 from nsbench.hookspecs import hookimpl
+from nsbench.reference import Features, ReferenceAudio
 from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
 
 # Scores are clamped to [-CLAMP_DB, CLAMP_DB]. A silent reference, or an estimate
@@ -68,7 +69,8 @@ def _mean(samples: np.ndarray) -> float:
     return sum((float(block.sum()) for (block,) in float64_blocks(samples)), 0.0) / samples.size
 
 
-def si_sdr(estimate: np.ndarray, reference: np.ndarray, *, zero_mean: bool = False) -> float:
+def si_sdr(estimate: np.ndarray, reference: np.ndarray, *, zero_mean: bool = False,
+           reference_side: Features | None = None) -> float:
     """Scale-invariant SDR in dB (Le Roux et al. 2019, eq. 1-2), computed in float64.
 
     ``zero_mean=True`` subtracts each signal's mean first (textbook, asteroid);
@@ -81,16 +83,19 @@ def si_sdr(estimate: np.ndarray, reference: np.ndarray, *, zero_mean: bool = Fal
     The sums run over float64 blocks of the signals (nsbench.blocks), so an
     hour costs no more memory than a minute; a clip of up to a block is summed
     exactly as a whole.
+
+    ``reference_side``: ``reference_energy(reference, zero_mean)``, where the
+    caller shares it across engines; else computed here (the same sums).
     """
     est, ref = _as_pair(estimate, reference)
-    est_mean = ref_mean = 0.0
-    if zero_mean and est.size:
-        est_mean, ref_mean = _mean(est), _mean(ref)
-    ref_energy = est_energy = cross = 0.0
+    if reference_side is None:
+        reference_side = reference_energy(ref, zero_mean)
+    ref_mean, ref_energy = reference_side["mean"], reference_side["energy"]
+    est_mean = _mean(est) if zero_mean and est.size else 0.0
+    est_energy = cross = 0.0
     for e, r in float64_blocks(est, ref):
         if zero_mean:
             e, r = e - est_mean, r - ref_mean
-        ref_energy += float(np.dot(r, r))
         est_energy += float(np.dot(e, e))
         cross += float(np.dot(e, r))
     _check_finite(ref_energy, est_energy)
@@ -105,6 +110,19 @@ def si_sdr(estimate: np.ndarray, reference: np.ndarray, *, zero_mean: bool = Fal
         noise_energy += float(np.dot(noise, noise))
     # |target|^2 = alpha^2 |ref|^2, without building the target array.
     return _ratio_db(alpha * alpha * ref_energy, noise_energy)
+
+
+def reference_energy(reference: np.ndarray, zero_mean: bool) -> Features:
+    """The reference's side of ``si_sdr``: its mean (0 without mean removal) and
+    its energy, summed over the same float64 blocks."""
+    ref = np.asarray(reference).ravel()
+    ref_mean = _mean(ref) if zero_mean and ref.size else 0.0
+    energy = 0.0
+    for (r,) in float64_blocks(ref):
+        if zero_mean:
+            r = r - ref_mean
+        energy += float(np.dot(r, r))
+    return {"mean": ref_mean, "energy": energy}
 
 
 def snr(estimate: np.ndarray, reference: np.ndarray) -> float:
@@ -128,29 +146,46 @@ def snr(estimate: np.ndarray, reference: np.ndarray) -> float:
 # ----------------------------------------------------------------- metric functions
 
 
-def _require_noisy_input(inputs: MetricInputs) -> None:
+def clean_energy(audio: ReferenceAudio, zero_mean: bool) -> Features:
+    """Shared by every engine of a run (nsbench.reference)."""
+    return reference_energy(audio.clean, zero_mean)
+
+
+def input_si_sdr(audio: ReferenceAudio) -> Features:
+    """The passthrough's SI-SDR, the same for every engine: computed once per clip."""
+    if arrays_equal(audio.noisy, audio.clean):
+        return {"undefined": True}
+    return {"value": si_sdr(audio.noisy, audio.clean)}
+
+
+def _own_si_sdr(inputs: MetricInputs, zero_mean: bool = False) -> float:
+    return si_sdr(inputs.output, inputs.clean, zero_mean=zero_mean, reference_side=inputs.feature(clean_energy, zero_mean))
+
+
+def _input_si_sdr(inputs: MetricInputs) -> float:
     # With no noise the input scores +120 (clamped), so any "improvement" would
     # only measure the clamp.
-    if arrays_equal(inputs.noisy, inputs.clean):
+    shared = inputs.feature(input_si_sdr)
+    if "undefined" in shared:
         raise MetricUndefined(INPUT_IS_CLEAN)
+    return shared["value"]
 
 
 def si_sdr_metric(inputs: MetricInputs) -> float:
-    return si_sdr(inputs.output, inputs.clean)
+    return _own_si_sdr(inputs)
 
 
 def si_sdr_zm_metric(inputs: MetricInputs) -> float:
-    return si_sdr(inputs.output, inputs.clean, zero_mean=True)
+    return _own_si_sdr(inputs, zero_mean=True)
 
 
 def si_sdr_input_metric(inputs: MetricInputs) -> float:
-    _require_noisy_input(inputs)
-    return si_sdr(inputs.noisy, inputs.clean)
+    return _input_si_sdr(inputs)
 
 
 def si_sdri_metric(inputs: MetricInputs) -> float:
-    _require_noisy_input(inputs)
-    return si_sdr(inputs.output, inputs.clean) - si_sdr(inputs.noisy, inputs.clean)
+    input_score = _input_si_sdr(inputs)
+    return _own_si_sdr(inputs) - input_score
 
 
 def snr_metric(inputs: MetricInputs) -> float:

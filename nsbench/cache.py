@@ -219,6 +219,26 @@ class Cache:
     def put_scores(self, key: str, values: Mapping[str, Any]) -> None:
         self._store(key, "scores", {}, json.dumps(values, sort_keys=True).encode())
 
+    # ------------------------------------------------------- reference features
+
+    def get_features(self, key: str) -> dict[str, Any] | None:
+        """A clip's reference-side features (nsbench.reference), or None."""
+        from nsbench.reference import features_from_npz
+
+        entry = self._load(key, "features")
+        if entry is None:
+            return None
+        try:
+            return features_from_npz(entry[1])
+        except (ValueError, OSError) as error:
+            self._drop(key, "features", f"its arrays do not load ({error})")
+            return None
+
+    def put_features(self, key: str, values: Mapping[str, Any]) -> None:
+        from nsbench.reference import features_to_npz
+
+        self._store(key, "features", {}, features_to_npz(values))
+
     # ------------------------------------------------------------------- files
 
     def path(self, key: str, kind: str) -> Path:

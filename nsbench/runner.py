@@ -8,6 +8,7 @@ file I/O: it yields records and output audio, and the caller writes them.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing
 import multiprocessing.util
 import os
@@ -29,6 +30,7 @@ from nsbench import checks
 from nsbench.audio import fit_length, resample
 from nsbench.cache import Cache, CachedOutput, Identity
 from nsbench.external import PrivateFolder
+from nsbench.reference import ReferenceAudio, ReferenceFeatures, reference_key
 from nsbench.types import (
     Clip,
     ClipError,
@@ -284,7 +286,18 @@ def run_in_workers(run: EngineRun, sources: Sequence[ClipSource], jobs: int, not
             done += 1
 
 
+def import_metric_packages(run: EngineRun) -> None:
+    """The packages the metrics load when they first score (pystoi pulls in
+    scipy.signal and scipy.stats: 1-2 s), loaded here before the fork: every
+    worker of every engine inherits them, rather than each importing its own."""
+    for metric in run.metrics:
+        for module in metric.requires:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
+
+
 def run_in_pool(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes: list[str]) -> Iterator[Outcome]:
+    import_metric_packages(run)
     context = multiprocessing.get_context("fork")
     scratch = PrivateFolder("nsbench-workers-")
     initargs = (run, str(scratch.path))
@@ -445,7 +458,7 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float,
     # The declared delay, and the lag --align-constant-lag found over a first pass.
     delay = engine.delay + round(holder.options.get(LAG_COMPENSATION, 0.0) * rate)
     reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
-    cpu_start, wall_start = cpu_seconds(), time.perf_counter()
+    cpu_start, wall_start = cpu_seconds(engine), time.perf_counter()
     engine_input = resample(clip.noisy, clip.sample_rate, rate)
     try:
         # Zeros appended so the delayed output still holds the clip's last samples.
@@ -458,7 +471,7 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float,
     check_output(raw, len(engine_input) + delay, several_allowed=clip.is_separation)
     kept = np.asarray(raw, dtype=np.float32)[..., delay : delay + len(engine_input)]
     output = resample(kept, rate, clip.sample_rate)
-    cpu, wall = cpu_seconds() - cpu_start, time.perf_counter() - wall_start
+    cpu, wall = cpu_seconds(engine) - cpu_start, time.perf_counter() - wall_start
     return fit_length(output, len(clip.noisy)), cpu, wall, f"{delay} samples at {rate} Hz"
 
 
@@ -489,11 +502,18 @@ def padded(audio: np.ndarray, count: int) -> np.ndarray:
     return result
 
 
-def cpu_seconds() -> float:
+def cpu_seconds(engine: Engine | None = None) -> float:
     """User + system CPU time of this process and its waited-for children, so a
-    subprocess engine's work is counted like an in-process one."""
+    subprocess engine's work is counted like an in-process one; and of the
+    programs an engine keeps running across clips (optional
+    ``engine.helper_pids()``, e.g. rnnoise's served program)."""
     times = psutil.Process().cpu_times()
-    return times.user + times.system + times.children_user + times.children_system
+    total = times.user + times.system + times.children_user + times.children_system
+    for pid in getattr(engine, "helper_pids", list)():
+        with contextlib.suppress(psutil.Error):
+            helper = psutil.Process(pid).cpu_times()
+            total += helper.user + helper.system
+    return total
 
 
 def check_output(output: object, expected_length: int, several_allowed: bool = False) -> None:
@@ -537,6 +557,7 @@ def score(
         reference_sources=clip.sources,
         output_sources=separated(output, clip),
         transcript=clip.transcript,
+        reference=reference_features(clip, run.cache),
     )
     scores: dict[str, float] = {}
     undefined: dict[str, str] = {}
@@ -556,6 +577,13 @@ def score(
             if "pooled" in result:
                 record.pooled[metric.name] = result["pooled"]
     return scores, undefined
+
+
+def reference_features(clip: Clip, cache: Cache | None) -> ReferenceFeatures:
+    """The clip's reference-side features, shared with the run's other engines
+    (nsbench.reference): computed by the first, then from memory or the cache."""
+    key = reference_key(clip.clean, clip.noisy, clip.sample_rate)
+    return ReferenceFeatures(ReferenceAudio(clip.clean, clip.noisy, clip.sample_rate), key, cache)
 
 
 def score_one(metric: MetricSpec, clip: Clip, inputs: MetricInputs) -> dict[str, Any]:

@@ -199,10 +199,32 @@ class MetricInputs:
     output_sources: np.ndarray | None = None
     transcript: str | None = None  # the clip's, where the dataset knows it
     options: Mapping[str, Any] = field(default_factory=dict)  # the metric's own (MetricSpec.options)
+    # The clip's reference-side features, shared by every engine of a run
+    # (nsbench.reference); None computes them here, for this call alone.
+    reference: Any = None
+    # What metrics derive from this output, shared among them (output_feature).
+    _derived: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def duration(self) -> float:
         return len(self.noisy) / self.sample_rate
+
+    def feature(self, compute: Callable[..., dict[str, Any]], *params: Any) -> dict[str, Any]:
+        """``compute(ReferenceAudio(clean, noisy, rate), *params)``: what a metric
+        derives from the clip's clean voice and noisy input alone, computed once
+        per clip for the whole run when the runner shares it."""
+        from nsbench.reference import ReferenceAudio, ReferenceFeatures
+
+        reference = self.reference or ReferenceFeatures(ReferenceAudio(self.clean, self.noisy, self.sample_rate))
+        return reference.get(compute, *params)
+
+    def output_feature(self, compute: Callable[..., Any], *params: Any) -> Any:
+        """``compute(self, *params)``, once for this output however many metrics
+        ask (STOI and ESTOI share the output's band envelopes)."""
+        key = (compute.__module__, compute.__qualname__, params)
+        if key not in self._derived:
+            self._derived[key] = compute(self, *params)
+        return self._derived[key]
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import psutil
@@ -206,3 +207,114 @@ def test_deepfilternet_starts_each_clip_fresh_and_loads_the_model_in_prepare(sta
     np.testing.assert_array_equal(first, second)
     # Loading takes 0.35-0.55 s of CPU; a second of audio about 0.2 s.
     assert loading > 0.2 and processing < loading, (loading, processing)
+
+
+# ------------------------------------------------- the served default program
+
+TOOL = [sys.executable, "-m", "nsbench.tools.rnnoise_demo"]
+DIES_PROGRAM = REPO_ROOT / "tests" / "programs" / "rnnoise_serve_dies.py"
+
+
+def registered_metrics(module) -> list:
+    specs: list = []
+    module.register_metrics(specs.append)
+    return specs
+
+
+def at_48k(sources: Sequence[ClipSource]) -> list[np.ndarray]:
+    return [resample(source.load().noisy, 16000, rnnoise.SAMPLE_RATE) for source in sources]
+
+
+def test_the_default_program_is_served_once_for_every_clip():
+    engine = rnnoise.build({})
+    try:
+        assert engine.server is not None
+        engine.process(np.zeros(4800, np.float32))  # started here, or by the calibration probe
+        pids = engine.helper_pids()
+        engine.process(np.zeros(9600, np.float32))
+        assert len(pids) == 1 and engine.helper_pids() == pids
+    finally:
+        engine.close()
+    assert not psutil.pid_exists(pids[0]), "close() left the served program running"
+
+
+def test_the_served_program_gives_the_per_clip_programs_samples(stationary):
+    clips = at_48k(stationary[:3])
+    clips.append(clips[0][: len(clips[0]) - 1234])  # not a whole number of frames
+    per_clip = rnnoise.RNNoiseDemo(TOOL, "per clip", 60.0, cwd=REPO_ROOT)
+    served = rnnoise.RNNoiseDemo(TOOL, "served", 60.0, cwd=REPO_ROOT, served=True)
+    try:
+        for clip in clips:
+            assert np.array_equal(served.process(clip), per_clip.process(clip))
+    finally:
+        per_clip.close()
+        served.close()
+
+
+def test_the_served_program_takes_blocks_of_any_size(stationary):
+    """The protocol streams: a block of any length gets back the output of the
+    whole frames received so far, the same samples as the clip sent at once."""
+    from nsbench.tools.rnnoise_demo import FRAME
+
+    pcm = (np.clip(at_48k(stationary[:1])[0], -1, 1) * 32767).astype("<i2")
+    served = rnnoise.RNNoiseDemo(TOOL, "served", 60.0, cwd=REPO_ROOT, served=True)
+    try:
+        whole = served.server.denoise(pcm, 60.0)
+        program, deadline = served.server, time.monotonic() + 60.0
+        program.request(b"N", b"", deadline)
+        parts, start = [], 0
+        for size in (1, 478, 2, 481, 5000, 7):
+            reply = program.request(b"A", pcm[start : start + size].tobytes(), deadline)
+            start += size
+            assert len(reply) // 2 == max(0, (start // FRAME - 1) * FRAME) - sum(len(p) for p in parts) // 2
+            parts.append(reply)
+        parts.append(program.request(b"A", pcm[start:].tobytes(), deadline))
+        parts.append(program.request(b"F", b"", deadline))
+        assert np.array_equal(np.frombuffer(b"".join(parts), "<i2"), whole)
+    finally:
+        served.close()
+
+
+def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a_fresh_one(tmp_path, stationary):
+    from nsbench.runner import run_engine
+    from nsbench.types import EngineSpec
+
+    argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "died-once")]
+    spec = EngineSpec(
+        name="rnnoise-dies", description="", sample_rate=rnnoise.SAMPLE_RATE, delay=rnnoise.DECLARED_DELAY,
+        factory=lambda options: rnnoise.RNNoiseDemo(argv, "dying", 60.0, cwd=REPO_ROOT, served=True),
+    )
+    from nsbench.builtin.metrics import sisdr
+
+    metrics = [spec for spec in registered_metrics(sisdr) if spec.name == "si_sdri"]
+    first, second = run_engine(spec, {}, stationary[:2], metrics)
+    assert first.record.error == "dying died mid-clip (signal 9, SIGKILL); the next clip starts a fresh program"
+    assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
+    expected = rnnoise.RNNoiseDemo(TOOL, "per clip", 60.0, cwd=REPO_ROOT)
+    try:
+        clip = stationary[1].load()
+        raw = expected.process(np.concatenate([resample(clip.noisy, 16000, 48000), np.zeros(expected.delay, np.float32)]))
+        kept = resample(raw[expected.delay:], 48000, 16000)[: len(clip.noisy)]
+        assert np.array_equal(second.output, kept)
+    finally:
+        expected.close()
+    assert not psutil.Process().children(recursive=True), "a served program was left running"
+
+
+def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stationary):
+    from nsbench.builtin.metrics import sisdr
+    from nsbench.runner import run_engine
+    from nsbench.types import EngineSpec
+
+    argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "hung-once"), "hang"]
+    spec = EngineSpec(
+        name="rnnoise-hangs", description="", sample_rate=rnnoise.SAMPLE_RATE, delay=rnnoise.DECLARED_DELAY,
+        factory=lambda options: rnnoise.RNNoiseDemo(argv, "hanging", 8.0, cwd=REPO_ROOT, served=True),
+    )
+    metrics = [spec for spec in registered_metrics(sisdr) if spec.name == "si_sdri"]
+    started = time.monotonic()
+    first, second = run_engine(spec, {}, stationary[:2], metrics)
+    assert first.record.error == "hanging timed out after 8 s and was killed; the next clip starts a fresh program"
+    assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
+    assert time.monotonic() - started < 60
+    assert not psutil.Process().children(recursive=True), "the hung program was left running"

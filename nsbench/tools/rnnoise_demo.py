@@ -13,6 +13,11 @@ One deliberate difference: the C demo converts float to ``short`` by plain
 assignment (truncation toward zero; out of range is undefined and wraps on
 x86). We also truncate, but clip to the int16 range instead of wrapping.
 
+``python -m nsbench.tools.rnnoise_demo --serve`` is the same program serving
+clip after clip over stdin/stdout, so a worker starts Python once rather than
+once per clip (``SERVE_PROTOCOL`` below). Its output samples are the per-clip
+program's.
+
 Only the standard library and numpy are imported (``import pyrnnoise`` pulls
 in PyAV and takes a second), so the start-up cost per clip stays small.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import struct
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -76,10 +82,116 @@ def denoise(samples: np.ndarray, library: ctypes.CDLL) -> np.ndarray:
     return np.clip(written, -32768, 32767).astype("<i2")
 
 
+SERVE_PROTOCOL = """Messages both ways are a type byte, a little-endian uint32
+payload length in bytes, then the payload. Requests:
+
+  N (no payload)    new clip: a fresh RNNoise state; the clip's first frame
+                    will not be written, as rnnoise_demo does not write it
+  A (int16 samples) a block of the clip, any number of samples (little-endian)
+  F (no payload)    end of the clip: a trailing partial frame is dropped, as
+                    rnnoise_demo drops it
+  Q (no payload)    quit
+
+Each N, A and F gets one reply, O (int16 samples): the output ready so far
+(every whole frame received), possibly none. A block of the clip before N,
+or a malformed message, gets E (UTF-8 text) and the program exits 2."""
+
+HEADER = struct.Struct("<cI")
+
+
+class Server:
+    """One clip at a time; whole frames processed as they arrive."""
+
+    def __init__(self, library: ctypes.CDLL):
+        self.library = library
+        self.state = None
+        self.pending = np.zeros(0, np.float32)
+        self.skip_first = True
+
+    def new_clip(self) -> np.ndarray:
+        self.close_state()
+        self.state = self.library.rnnoise_create(None)
+        if not self.state:
+            raise MemoryError("rnnoise_create returned NULL")
+        self.pending, self.skip_first = np.zeros(0, np.float32), True
+        return np.zeros(0, "<i2")
+
+    def block(self, samples: np.ndarray) -> np.ndarray:
+        if self.state is None:
+            raise ValueError("audio before the first N (new clip) message")
+        x = np.concatenate([self.pending, samples.astype(np.float32)])
+        whole = len(x) // FRAME * FRAME
+        self.pending = x[whole:]
+        x = x[:whole]
+        for start in range(0, whole, FRAME):
+            frame = x[start : start + FRAME]  # processed in place, as the demo does
+            pointer = frame.ctypes.data_as(_float_pointer)
+            self.library.rnnoise_process_frame(self.state, pointer, pointer)
+        if self.skip_first and whole:
+            x, self.skip_first = x[FRAME:], False
+        return np.clip(np.trunc(x), -32768, 32767).astype("<i2")
+
+    def end_clip(self) -> np.ndarray:
+        self.pending = np.zeros(0, np.float32)
+        return np.zeros(0, "<i2")
+
+    def close_state(self) -> None:
+        if self.state:
+            self.library.rnnoise_destroy(self.state)
+        self.state = None
+
+
+def read_exactly(stream, count: int) -> bytes:
+    data = stream.read(count)
+    if len(data) != count:
+        raise EOFError
+    return data
+
+
+def write_message(stream, kind: bytes, payload: bytes = b"") -> None:
+    stream.write(HEADER.pack(kind, len(payload)) + payload)
+    stream.flush()
+
+
+def serve(requests, replies) -> int:
+    server = Server(load_library())
+    try:
+        while True:
+            try:
+                kind, length = HEADER.unpack(read_exactly(requests, HEADER.size))
+                payload = read_exactly(requests, length)
+            except EOFError:
+                return 0  # the client went away: nothing more to do
+            try:
+                if kind == b"Q":
+                    return 0
+                if kind == b"N":
+                    output = server.new_clip()
+                elif kind == b"A" and length % 2 == 0:
+                    output = server.block(np.frombuffer(payload, dtype="<i2"))
+                elif kind == b"F":
+                    output = server.end_clip()
+                else:
+                    raise ValueError(f"unknown message {kind!r} of {length} bytes")
+            except ValueError as error:
+                write_message(replies, b"E", str(error).encode())
+                return 2
+            write_message(replies, b"O", output.tobytes())
+    finally:
+        server.close_state()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--serve"]:
+        try:
+            return serve(sys.stdin.buffer, sys.stdout.buffer)
+        except (OSError, MemoryError) as error:
+            print(f"rnnoise_demo: {error}", file=sys.stderr)
+            return 1
     if len(args) != 2:
-        print("usage: python -m nsbench.tools.rnnoise_demo <noisy speech> <output denoised>", file=sys.stderr)
+        print("usage: python -m nsbench.tools.rnnoise_demo <noisy speech> <output denoised>\n"
+              "       python -m nsbench.tools.rnnoise_demo --serve", file=sys.stderr)
         return 1
     source, target = args
     try:

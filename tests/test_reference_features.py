@@ -1,0 +1,104 @@
+"""Reference-side features (nsbench.reference) are computed once per clip for
+every engine of a run: counted here by wrapping the real feature functions."""
+from __future__ import annotations
+
+import functools
+import importlib
+
+import pytest
+
+from nsbench import reference
+from nsbench.cache import Cache
+from nsbench.runner import run_engine
+from nsbench.types import MetricInputs
+
+intelligibility = importlib.import_module("nsbench.builtin.metrics.intelligibility")
+levels = importlib.import_module("nsbench.builtin.metrics.levels")
+sisdr = importlib.import_module("nsbench.builtin.metrics.sisdr")
+
+FEATURES = ((intelligibility, "clean_bands"), (levels, "clean_segments"), (sisdr, "clean_energy"), (sisdr, "input_si_sdr"))
+METRICS = ("si_sdr", "si_sdr_zm", "si_sdr_input", "si_sdri", "stoi", "estoi", "voice_level_db", "music_attenuation_db")
+ENGINES = ("passthrough", "speex", "webrtc")
+
+
+@pytest.fixture()
+def counted(monkeypatch) -> dict[str, list]:
+    """Each feature function wrapped to record its calls (clip, parameters)."""
+    calls: dict[str, list] = {}
+    for module, name in FEATURES:
+        original = getattr(module, name)
+
+        @functools.wraps(original)
+        def counting(audio, *params, _original=original, _name=name):
+            calls.setdefault(_name, []).append((len(audio.clean), float(audio.clean[1000]), params))
+            return _original(audio, *params)
+
+        monkeypatch.setattr(module, name, counting)
+    reference._memory.clear()  # nothing left from another test
+    yield calls
+    reference._memory.clear()
+
+
+def specs(registry_kind, names) -> list:
+    return [registry_kind.get(name).spec for name in names]
+
+
+@pytest.fixture(scope="module")
+def registry():
+    from nsbench.plugins import get_plugin_manager
+    from nsbench.registry import build_registry
+
+    return build_registry(get_plugin_manager(load_entry_points=False))
+
+
+@pytest.fixture(scope="module")
+def clips(demo_sources):
+    return [demo_sources[0], demo_sources[5]]
+
+
+def run_all(registry, clips, cache=None, run_name=""):
+    """Each engine's outcomes; with a cache, under an identity of ``run_name``."""
+    from nsbench import cache as cache_module
+
+    outcomes = {}
+    for name in ENGINES:
+        spec = registry.engines.get(name).spec
+        identity = cache_module.Identity(cache_module.digest(name, run_name), {m: m for m in METRICS}, "checks") if cache else None
+        outcomes[name] = list(run_engine(spec, {}, clips, specs(registry.metrics, METRICS), cache=cache, identity=identity))
+    return outcomes
+
+
+def test_each_feature_is_computed_once_per_clip_for_every_engine(counted, registry, clips):
+    outcomes = run_all(registry, clips)
+    assert len(counted["clean_bands"]) == len(clips)  # shared by STOI and ESTOI too
+    assert len(counted["clean_segments"]) == len(clips)  # voice level and music attenuation
+    assert len(counted["input_si_sdr"]) == len(clips)  # si_sdr_input and si_sdri
+    assert len(counted["clean_energy"]) == 2 * len(clips)  # with and without mean removal
+    # The scores are those of each metric computed on its own, with nothing
+    # shared (and one BLAS thread, as the runner scores: np.dot's order).
+    from threadpoolctl import threadpool_limits
+
+    for name, engine_outcomes in outcomes.items():
+        for outcome, source in zip(engine_outcomes, clips):
+            assert not outcome.record.failed, (name, outcome.record.error)
+            clip = source.load()
+            for metric in specs(registry.metrics, METRICS):
+                with threadpool_limits(limits=1):
+                    alone = metric.func(MetricInputs(outcome.output, clip.clean, clip.noisy, clip.sample_rate))
+                assert outcome.record.scores[metric.name] == alone, (name, metric.name)
+
+
+def test_the_cache_shares_features_across_processes_and_runs(counted, registry, clips, tmp_path):
+    """With a cache, a fresh process (a --jobs worker, a later run) reads the
+    features instead of computing them: simulated by emptying the memory and
+    running the engines under new identities, so every score is computed again."""
+    store = Cache(tmp_path)
+    first = run_all(registry, clips, store, "first")
+    assert len(counted["clean_bands"]) == len(clips)
+    reference._memory.clear()
+    counted.clear()
+    again = run_all(registry, clips, store, "again")
+    assert counted == {}, "features were computed again instead of read from the cache"
+    assert not any(o.record.from_cache for outcomes in again.values() for o in outcomes)
+    scores = {name: [o.record.scores for o in outcomes] for name, outcomes in first.items()}
+    assert {name: [o.record.scores for o in outcomes] for name, outcomes in again.items()} == scores
