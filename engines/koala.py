@@ -22,7 +22,7 @@ import numpy as np
 
 from nsbench.frames import process_in_frames
 from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec, UserError
+from nsbench.types import MEASURED, Engine, EngineSpec, UserError
 
 SAMPLE_RATE = 16000
 KEY_VARIABLE = "PICOVOICE_ACCESS_KEY"
@@ -33,11 +33,10 @@ CREATE_TIMEOUT_SECONDS = 30.0
 INSTALL = "pip install pvkoala==3.0.1"
 
 
-class Koala:
+class Koala(Engine):
     def __init__(self, handle: Any) -> None:
         self.handle = handle
-        self.sample_rate = handle.sample_rate
-        self.delay = handle.delay_sample  # known only once created
+        self.delay = handle.delay_sample  # known only once created: the spec says MEASURED
         self.frame_length = handle.frame_length
 
     def process(self, audio: np.ndarray) -> np.ndarray:
@@ -110,7 +109,7 @@ def register_engines(register):
             description="Picovoice Koala (pvkoala); needs --picovoice-access-key and a network to start; "
             "delay: the SDK's delay_sample, read at start",
             sample_rate=SAMPLE_RATE,
-            delay=0,  # placeholder: the real delay is delay_sample, known only after create()
+            delay=MEASURED,  # delay_sample, known only after create()
             requires=("pvkoala",),
             install=INSTALL,
             version=lambda: importlib.metadata.version("pvkoala"),

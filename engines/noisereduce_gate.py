@@ -13,15 +13,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.types import Engine, EngineSpec
 
 SAMPLE_RATE = 16000  # the algorithm runs at any rate; 16 kHz as the demo set
 
 
-class SpectralGating:
-    sample_rate = SAMPLE_RATE
-    delay = 0
-
+class SpectralGating(Engine):
     def __init__(self) -> None:
         import noisereduce  # imported here: only a run that selects this engine pays for it
 
@@ -29,11 +26,8 @@ class SpectralGating:
 
     def process(self, audio: np.ndarray) -> np.ndarray:
         # float64 in: the library's own dtype; it returns the input's length.
-        output = self.reduce_noise(y=np.asarray(audio, dtype=np.float64), sr=self.sample_rate)
+        output = self.reduce_noise(y=np.asarray(audio, dtype=np.float64), sr=SAMPLE_RATE)
         return np.asarray(output, dtype=np.float32)
-
-    def close(self) -> None:
-        pass
 
 
 def build(options: Mapping[str, Any]) -> SpectralGating:

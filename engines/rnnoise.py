@@ -45,13 +45,13 @@ from nsbench.cache import files_digest
 from nsbench.external import STDERR_TAIL_CHARS, PrivateFolder, check_executable, run_program
 from nsbench.frames import from_int16, to_int16
 from nsbench.hookspecs import hookimpl
-from nsbench.types import ClipError, EngineSpec, UserError
+from nsbench.types import MEASURED, ClipError, Engine, EngineSpec, UserError
 
 SAMPLE_RATE = 48000  # the demo's only rate
 FRAME = 480  # samples per rnnoise_process_frame call
 # pyrnnoise's current model: its library lags 960 samples; the demo's skipped
 # first frame and our one frame of leading zeros cancel out.
-DECLARED_DELAY = 960
+EXPECTED_DELAY = 960
 DEFAULT_TIMEOUT = 60.0
 # Samples per block sent to the served program: 32 KB, which a pipe holds whole.
 SERVE_BLOCK = 16384
@@ -71,15 +71,14 @@ PROBE_GAP_SECONDS = 0.3
 MAX_LAG = int(DEFAULT_MAX_LAG_SECONDS * SAMPLE_RATE)
 
 
-class RNNoiseDemo:
+class RNNoiseDemo(Engine):
     """An ``rnnoise_demo``-protocol program: run per clip on files in a private
     folder, or (``served``) one ``--serve`` process for every clip."""
 
     def __init__(self, argv: Sequence[str], label: str, timeout: float, cwd: Path | None = None,
                  served: bool = False):
         self.argv, self.label, self.timeout = list(argv), label, timeout
-        self.sample_rate, self.delay = SAMPLE_RATE, DECLARED_DELAY
-        self.notes: list[str] = []
+        self.delay = EXPECTED_DELAY
         self.folder = PrivateFolder("nsbench-rnnoise-")
         self.cwd = cwd or self.folder.path
         self.server = ServedProgram(self.argv, label, self.cwd, self.folder.path) if served else None
@@ -157,10 +156,10 @@ class RNNoiseDemo:
         shown = ", ".join("none" if lag is None else str(lag) for lag in estimates)
         note = (
             f"rnnoise delay measured on a calibration probe: {delay} samples at {SAMPLE_RATE} Hz "
-            f"({1000 * delay / SAMPLE_RATE:.1f} ms; per utterance {shown}; registered {DECLARED_DELAY}); program {self.label}"
+            f"({1000 * delay / SAMPLE_RATE:.1f} ms; per utterance {shown}; expected {EXPECTED_DELAY}); program {self.label}"
         )
-        if delay != DECLARED_DELAY:
-            note += " (not the registered delay: a different RNNoise model or demo)"
+        if delay != EXPECTED_DELAY:
+            note += " (not the expected delay: a different RNNoise model or demo)"
         return delay, note
 
     def close(self) -> None:
@@ -344,7 +343,8 @@ def register_engines(register):
             factory=build,
             description="RNNoise (xiph), run as rnnoise_demo per clip; delay measured on a probe",
             sample_rate=SAMPLE_RATE,
-            delay=DECLARED_DELAY,
+            delay=MEASURED,  # on a probe, when built: old and current models differ
+            baseline=True,  # the classic DSP reference every engine is compared with
             requires=("pyrnnoise",),
             install=INSTALL,
             version=version,

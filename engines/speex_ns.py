@@ -14,7 +14,7 @@ import numpy as np
 
 from nsbench.frames import BYTES_PER_SAMPLE, process_bytes_in_frames
 from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.types import Engine, EngineSpec
 
 SAMPLE_RATE = 16000
 FRAME_LENGTH = 160
@@ -36,10 +36,7 @@ def guarded(process_10ms: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
     return call
 
 
-class SpeexNoiseSuppression:
-    sample_rate = SAMPLE_RATE
-    delay = DELAY
-
+class SpeexNoiseSuppression(Engine):
     def __init__(self) -> None:
         from pyspeex_noise import AudioProcessor
 
@@ -51,9 +48,6 @@ class SpeexNoiseSuppression:
 
     def process(self, audio: np.ndarray) -> np.ndarray:
         return process_bytes_in_frames(audio, FRAME_LENGTH, self.frame_processor())
-
-    def close(self) -> None:
-        pass
 
 
 def build(options: Mapping[str, Any]) -> SpeexNoiseSuppression:

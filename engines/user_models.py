@@ -28,14 +28,14 @@ from nsbench.audio import read_failure
 from nsbench.cache import files_digest
 from nsbench.external import PrivateFolder, run_program
 from nsbench.hookspecs import hookimpl
-from nsbench.types import ClipError, EngineSpec, UserError
+from nsbench.types import MEASURED, ClipError, Engine, EngineSpec, UserError
 
 DEFAULT_RATE = 16000
 # --command-format -> soundfile subtype of the input file we write.
 COMMAND_FORMATS = {"wav-float": "FLOAT", "wav-pcm16": "PCM_16"}
 
 
-class FunctionEngine:
+class FunctionEngine(Engine):
     """Wraps ``f(audio, sample_rate) -> audio``."""
 
     def __init__(self, function: Callable[[np.ndarray, int], np.ndarray], sample_rate: int, delay: int):
@@ -43,9 +43,6 @@ class FunctionEngine:
 
     def process(self, audio: np.ndarray) -> np.ndarray:
         return self.function(audio, self.sample_rate)
-
-    def close(self) -> None:
-        pass
 
 
 def import_attribute(target: str) -> Any:
@@ -100,7 +97,7 @@ def command_fingerprint(options: Mapping[str, Any]) -> str:
     return files_digest([shutil.which(argv[0]) or argv[0], *argv[1:]]) if argv else ""
 
 
-class CommandEngine:
+class CommandEngine(Engine):
     """Runs a program per clip on audio files in a private temporary folder."""
 
     def __init__(self, template: str, sample_rate: int, file_format: str, timeout: float):
@@ -157,8 +154,9 @@ def add_arguments(parser):
 
 @hookimpl
 def register_engines(register):
-    common = {"delay": 0, "default": False, "takes_argument": True}
-    register(EngineSpec(name="python", factory=build_python, sample_rate=DEFAULT_RATE, fingerprint=python_fingerprint,
+    # The rate comes from --python-rate / --command-rate (or the user's class), so the built engine has it.
+    common = {"sample_rate": MEASURED, "default": False, "takes_argument": True}
+    register(EngineSpec(name="python", factory=build_python, delay=MEASURED, fingerprint=python_fingerprint,
                         description="your Python function or class: --engine python:package.module:name", **common))
-    register(EngineSpec(name="command", factory=build_command, sample_rate=DEFAULT_RATE, fingerprint=command_fingerprint,
+    register(EngineSpec(name="command", factory=build_command, delay=0, fingerprint=command_fingerprint,
                         description="your program, per clip: --engine 'command:tool --in {input} --out {output}'", **common))

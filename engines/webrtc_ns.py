@@ -25,7 +25,7 @@ import numpy as np
 
 from nsbench.frames import process_bytes_in_frames
 from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.types import MEASURED, Engine, EngineSpec
 
 SAMPLE_RATE = 16000
 FRAME_LENGTH = 160  # 10 ms: the only frame size Process10ms accepts
@@ -34,23 +34,18 @@ DEFAULT_LEVEL = 2
 AUTO_GAIN_OFF = 0
 
 
-class WebRtcNoiseSuppression:
-    sample_rate = SAMPLE_RATE
-
+class WebRtcNoiseSuppression(Engine):
     def __init__(self, level: int) -> None:
         from webrtc_noise_gain import AudioProcessor
 
         self.make_processor = AudioProcessor
         self.level = level
-        self.delay = DELAY if level > 0 else 0
+        self.delay = DELAY if level > 0 else 0  # the spec says MEASURED: it depends on the level
 
     def process(self, audio: np.ndarray) -> np.ndarray:
         # A fresh processor per clip: its noise estimate must not carry over.
         processor = self.make_processor(AUTO_GAIN_OFF, self.level)
         return process_bytes_in_frames(audio, FRAME_LENGTH, lambda frame: processor.Process10ms(frame).audio)
-
-    def close(self) -> None:
-        pass
 
 
 def build(options: Mapping[str, Any]) -> WebRtcNoiseSuppression:
@@ -74,7 +69,7 @@ def register_engines(register):
             "AGC off; includes a fixed ~100 Hz high-pass, which alone limits SI-SDR against unfiltered "
             "speech (7-10 dB on the demo voices)",
             sample_rate=SAMPLE_RATE,
-            delay=DELAY,
+            delay=MEASURED,  # DELAY, or 0 at --webrtc-ns-level 0
             requires=("webrtc_noise_gain",),
             install="pip install webrtc-noise-gain==1.3.0",
             version=lambda: importlib.metadata.version("webrtc-noise-gain"),

@@ -1,2 +1,47 @@
-"""nsbench: compare noise-suppression engines side by side, honestly."""
+"""nsbench: compare noise-suppression engines side by side, honestly.
+
+What this module exports (``__all__``) is the plugin API, versioned by
+``PLUGIN_API`` and documented in the README's "Plugin API" section; the rest of
+nsbench (records such as ClipRecord, the run loop, the cache) is internal and
+may change. Only light modules are imported here: ``import nsbench`` costs
+numpy and pluggy, never an engine's package.
+"""
+from __future__ import annotations
+
+from nsbench.hookspecs import hookimpl
+from nsbench.types import (
+    MEASURED,
+    Clip,
+    ClipError,
+    ClipSource,
+    DatasetSpec,
+    Engine,
+    EngineSpec,
+    MetricInputs,
+    MetricSpec,
+    MetricUndefined,
+    UserError,
+)
+
 __version__ = "0.1.0"
+
+# The plugin contract's version: bumped whenever what a plugin writes or
+# receives changes (a new field with a default does not break a plugin, but a
+# plugin that uses it needs this version or later).
+PLUGIN_API = 1
+
+__all__ = [
+    "PLUGIN_API",
+    "hookimpl",
+    "Engine",
+    "EngineSpec",
+    "DatasetSpec",
+    "MetricSpec",
+    "Clip",
+    "ClipSource",
+    "MetricInputs",
+    "MetricUndefined",
+    "ClipError",
+    "UserError",
+    "MEASURED",
+]

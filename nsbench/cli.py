@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import re
 import shlex
 import sys
 from collections import Counter
@@ -29,9 +30,9 @@ from nsbench.metric_options import bind_options, metric_flags, metric_provenance
 from nsbench.plugins import get_plugin_manager
 from nsbench.progress import engine_progress
 from nsbench.registry import Registered, Registry, build_registry
-from nsbench.report import BASELINE_ENGINE, ClipLog, engine_result, file_stem, report_markdown, write_json
+from nsbench.report import ClipLog, engine_result, file_stem, report_markdown, write_json
 from nsbench.runner import LAG_COMPENSATION, run_engine
-from nsbench.summary import alignment_summary, summarise
+from nsbench.summary import alignment_summary, baselines_of, summarise
 from nsbench.terminal_summary import summary_text
 from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
 
@@ -74,8 +75,18 @@ def build_parser(manager) -> argparse.ArgumentParser:
     # The flags so far shape the run, not an engine's output: the cache keys
     # leave them out. Plugins' flags (an engine's options) go in.
     parser.set_defaults(harness_options=frozenset(action.dest for action in parser._actions))
-    manager.hook.add_arguments(parser=parser)
+    parser.set_defaults(plugin_options=add_plugin_arguments(manager, parser))
     return parser
+
+
+def add_plugin_arguments(manager, parser: argparse.ArgumentParser) -> dict[str, frozenset[str]]:
+    """Each plugin's flags, by plugin name: an engine receives its own plugin's only."""
+    added: dict[str, frozenset[str]] = {}
+    for impl in manager.hook.add_arguments.get_hookimpls():
+        before = {action.dest for action in parser._actions}
+        impl.function(parser=parser)
+        added[manager.get_name(impl.plugin)] = frozenset(action.dest for action in parser._actions) - before
+    return added
 
 
 def usable_cores() -> int:
@@ -152,9 +163,15 @@ class RunSettings:
     metric_identities: dict[str, str] = field(default_factory=dict)
     conditions: list[str] = field(default_factory=list)  # --condition, none first; [] without
 
+    def engine_options(self, engine: EngineSpec) -> dict[str, Any]:
+        """What the engine's factory receives: the flags its plugin added, and
+        ``seed`` (set per run); a family's ``engine_argument`` is bound by the registry."""
+        plugin = self.registry.engines.get(engine.name).plugin
+        return {name: getattr(self.args, name) for name in sorted(self.args.plugin_options.get(plugin, ()))}
+
     @property
-    def options(self) -> dict[str, Any]:
-        return vars(self.args)
+    def baselines(self) -> list[str]:
+        return baseline_names(self.registry)
 
 
 def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> int:
@@ -177,7 +194,7 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
         store = None if args.no_cache else (str(cache.cache_root()), not args.rerun)
         sources = conditions.conditioned_sources(sources, chosen, store)
         shared["provenance"]["conditions"] = conditions.provenance(chosen, registry.conditions)
-    extras = RunExtras(args, folder, dataset, sources, reported_values(metrics))
+    extras = RunExtras(args, folder, dataset, sources, reported_values(metrics), baseline_names(registry))
     run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)
     settings = RunSettings(args, registry, sources, metrics, folder, extras.keep_output if extras.keeps_outputs else None, run_cache,
                            conditions=[condition.name for condition in chosen])
@@ -209,7 +226,7 @@ def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[Engin
         records: list[ClipRecord] = []
         compensation = None
         try:
-            run_and_log(engine, settings, settings.options, engine_notes, records)
+            run_and_log(engine, settings, settings.engine_options(engine), engine_notes, records)
             compensation = align_constant_lag(engine, settings, engine_notes, records)
         except UserError as error:
             print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
@@ -259,13 +276,13 @@ def summarise_engine(
 ) -> dict[str, Any]:
     """The engine's ``<engine>.json`` payload."""
     summary = summarise(records, reported_values(settings.metrics), dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells,
-                        settings.args.voice_drop_db)
+                        settings.args.voice_drop_db, engine.expected_flags)
     if compensation:
         summary["alignment"]["compensation"] = compensation
     cached = sum(record.from_cache for record in records)
     if cached:
         engine_notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
-    info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes)
+    info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes, settings.baselines)
     if settings.conditions:  # the engine's gain under each condition (the passthrough's: the input's score)
         extra = {**extra, "conditions": conditions.condition_cells(records, reported_values(settings.metrics), settings.conditions)}
     return engine_result(engine.name, dataset.name, summary, reported_values(settings.metrics), {**extra, "engine_info": info})
@@ -287,7 +304,8 @@ def check_arguments(args: argparse.Namespace, dataset: DatasetSpec) -> None:
 
 
 def run_and_log(
-    engine: EngineSpec, settings: RunSettings, options: dict[str, Any], engine_notes: list[str], records: list[ClipRecord]
+    engine: EngineSpec, settings: RunSettings, options: dict[str, Any], engine_notes: list[str], records: list[ClipRecord],
+    lag_compensation: float = 0.0,
 ) -> None:
     """Runs the engine, adding each clip's record to ``records`` (and its line
     to the .clips.jsonl) as it comes, so an interrupt keeps every clip done."""
@@ -303,7 +321,7 @@ def run_and_log(
     outcomes = (
         outcome
         for seed in seeds
-        for outcome in run_seed(engine, settings, {**options, "seed": seed}, engine_notes)
+        for outcome in run_seed(engine, settings, {**options, "seed": seed}, engine_notes, lag_compensation)
     )
     try:
         for outcome in outcomes:
@@ -326,27 +344,25 @@ def run_and_log(
         log.close()
 
 
-def run_seed(engine: EngineSpec, settings: RunSettings, options: dict[str, Any], engine_notes: list[str]):
-    identity = cache_identity(engine, settings, options) if settings.cache else None
+def run_seed(engine: EngineSpec, settings: RunSettings, options: dict[str, Any], engine_notes: list[str], lag_compensation: float):
+    keyed = {**options, LAG_COMPENSATION: lag_compensation} if lag_compensation else options
+    identity = cache_identity(engine, settings, keyed) if settings.cache else None
     return run_engine(
         engine, options, settings.sources, settings.metrics, engine_notes, settings.args.jobs, settings.cache, identity,
-        settings.dask_client,
+        settings.dask_client, lag_compensation=lag_compensation, voice_drop_db=settings.args.voice_drop_db,
     )
 
 
 def cache_identity(engine: EngineSpec, settings: RunSettings, options: dict[str, Any]) -> cache.Identity:
     """What the engine's outputs and scores depend on, besides the clips: the
-    engine (name, version, code, fingerprint), the options it reads (not the
-    harness's own flags), and each metric (computed once per run)."""
-    # A metric's flags (--recogniser) change scores, not outputs.
-    harness = options["harness_options"] | {"harness_options"} | metric_flags([r.spec for r in settings.registry.metrics])
-    engine_options = {key: value for key, value in options.items() if key not in harness}
+    engine (name, version, code, fingerprint), the options it reads (its own
+    flags, the seed, a lag compensation), and each metric (computed once per run)."""
     try:
         fingerprint = engine.fingerprint(options) if engine.fingerprint else ""
     except OSError as error:
         raise UserError(f"cannot read {error.filename} to key the cache: {error.strerror}; try --no-cache") from error
     version = settings.registry.engines.get(engine.name).version
-    engine_key = cache.engine_identity(engine.name, version, engine.factory, fingerprint, engine_options)
+    engine_key = cache.engine_identity(engine.name, version, engine.factory, fingerprint, options)
     return cache.Identity(engine_key, settings.metric_identities, cache.checks_identity())
 
 
@@ -372,16 +388,25 @@ def align_constant_lag(
     if lag is None:
         return None
     seconds = lag["samples"] / lag["sample_rate"]
-    declared = engine.delay / (engine.sample_rate or lag["sample_rate"])
+    declared = removed_delay_seconds(records)
     if seconds + declared < 0:  # earlier than the input itself: nothing to remove
         engine_notes.append(f"output early by {-lag['samples']} samples, more than its declared delay: not compensated")
         return None
     second: list[ClipRecord] = []
     try:
-        run_and_log(engine, settings, {**settings.options, LAG_COMPENSATION: seconds}, engine_notes, second)
+        run_and_log(engine, settings, settings.engine_options(engine), engine_notes, second, lag_compensation=seconds)
     finally:
         records[:] = second  # the files now hold the second pass
     return {**lag, "first_pass": {key: first[key] for key in ("text", "measured_clips", "lags")}}
+
+
+def removed_delay_seconds(records: list[ClipRecord]) -> float:
+    """The delay the first pass removed (declared or measured), in seconds."""
+    for record in records:
+        match = re.fullmatch(r"(-?\d+) samples at (\d+) Hz", record.delay)
+        if match:
+            return int(match[1]) / int(match[2])
+    return 0.0
 
 
 def planned_runs(engine: EngineSpec, sources: list[ClipSource], args: argparse.Namespace) -> int:
@@ -411,7 +436,7 @@ def print_interruption(
         lines.append(
             "with --no-cache there is no resume: rerun the same command, or run only what is missing with "
             + " ".join(f"--engine {shlex.quote(e.name)}" for e in missing)
-            + f" (the baseline {BASELINE_ENGINE} is always added)"
+            + " (the baseline is always added)"
         )
     for line in lines:
         print(f"nsbench: {line}", file=sys.stderr)
@@ -430,9 +455,11 @@ def print_clip_notes(records: list[ClipRecord], shown: int = 5) -> None:
 def select_engines(names: list[str], registry: Registry) -> list[EngineSpec]:
     if names:
         chosen = [registry.engines.require_available(name).spec for name in names]
-        # The untrained baseline goes in every table, so every number has its reference.
-        if BASELINE_ENGINE not in names:
-            chosen.insert(0, registry.engines.get(BASELINE_ENGINE).spec)
+        # The first baseline (the untrained passthrough) goes in every table,
+        # so every number has its reference.
+        first = baseline_names(registry)[:1]
+        if first and first[0] not in names:
+            chosen.insert(0, registry.engines.get(first[0]).spec)
         return chosen
     chosen = []
     for record in registry.engines:
@@ -445,13 +472,18 @@ def select_engines(names: list[str], registry: Registry) -> list[EngineSpec]:
     return chosen
 
 
+def baseline_names(registry: Registry) -> list[str]:
+    """The engines every other is compared with (their spec says ``baseline``), in registration order."""
+    return [record.spec.name for record in registry.engines if record.spec.baseline]
+
+
 def select_metrics(names: list[str], registry: Registry) -> list[MetricSpec]:
     if names:
         return [registry.metrics.require_available(name).spec for name in names]
     return [r.spec for r in registry.metrics if r.spec.default and r.available]
 
 
-def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes: list[str]) -> dict[str, Any]:
+def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes: list[str], baselines: list[str] = ()) -> dict[str, Any]:
     spec = record.spec
     return {
         "name": spec.name,
@@ -459,8 +491,10 @@ def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes
         "version": record.version,
         "origin": record.origin,
         "sample_rate": spec.sample_rate,
-        "declared_delay": spec.delay,
+        "declared_delay": spec.delay,  # "measured": see delays_removed
         "oracle": spec.oracle,
+        "baseline": spec.baseline,
+        "compared_with": list(baselines_of(spec.name, baselines)),
         # The delay actually removed, with the number of clips: an estimated
         # delay (rnnoise with a user's binary) shows here.
         "delays_removed": dict(Counter(r.delay for r in records if r.delay)),

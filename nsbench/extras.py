@@ -48,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class RunExtras:
-    def __init__(self, args: argparse.Namespace, folder: Path, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec]):
-        self.args, self.folder, self.dataset, self.metrics = args, folder, dataset, metrics
+    def __init__(self, args: argparse.Namespace, folder: Path, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
+                 baselines: Sequence[str] = ()):
+        self.args, self.folder, self.dataset, self.metrics, self.baselines = args, folder, dataset, metrics, baselines
         self.sources = {source.clip_id: source for source in sources}
         self.tolerances = compare.parse_tolerances(args.compare_tolerance)
         # Read before the run: the stored results may be the very files this run rewrites.
@@ -128,7 +129,7 @@ class RunExtras:
 
     def add_comparisons(self, results: list[dict[str, Any]]) -> None:
         metrics = compared_metrics(self.metrics, self.dataset.headline_metric)
-        comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys)
+        comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
         for result in results:
             result["comparisons"] = comparisons.get(result["engine"], {})
             write_json(self.folder / f"{file_stem(result['engine'])}.json", result)

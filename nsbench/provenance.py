@@ -8,7 +8,7 @@ import subprocess
 import sys
 from typing import Any, Iterable
 
-from nsbench.builtin import REPO_ROOT
+from nsbench.builtin import INSTALLED, REPO_ROOT
 
 # Packages whose versions can change a number in a result file.
 CORE_PACKAGES = ("numpy", "scipy", "soundfile", "soxr", "pystoi", "pluggy", "psutil")
@@ -31,6 +31,8 @@ def git_commit() -> str:
             ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
         ).stdout.strip()
 
+    if INSTALLED:  # site-packages may sit inside some other project's checkout
+        return "unknown (installed, not a git checkout)"
     try:
         commit = git("rev-parse", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no")

@@ -27,6 +27,7 @@ class Registered(Generic[SpecT]):
     spec: SpecT
     origin: str
     plugin_version: str
+    plugin: str = ""  # the plugin manager's name for the plugin that registered it
 
     @property
     def missing_modules(self) -> list[str]:
@@ -92,7 +93,7 @@ class Kind(Generic[SpecT]):
         if getattr(record.spec, "fingerprint", None) is not None:  # it reads the argument too
             bound["fingerprint"] = functools.partial(build_with_argument, record.spec.fingerprint, argument)
         spec = dataclasses.replace(record.spec, name=name, takes_argument=False, **bound)
-        return Registered(spec, record.origin, record.plugin_version)
+        return dataclasses.replace(record, spec=spec)
 
     def require_available(self, name: str) -> Registered[SpecT]:
         record = self.get(name)
@@ -135,15 +136,15 @@ def collect(manager: pluggy.PluginManager, hook_name: str, spec_type: type, kind
     # first, then entry points, then --plugin files.
     for impl in getattr(manager.hook, hook_name).get_hookimpls():
         origin, version = plugin_origin(manager, impl.plugin)
-        impl.function(register=make_register(spec_type, kind, origin, version))
+        impl.function(register=make_register(spec_type, kind, origin, version, manager.get_name(impl.plugin)))
 
 
-def make_register(spec_type: type, kind: Kind, origin: str, version: str) -> Callable[[object], None]:
+def make_register(spec_type: type, kind: Kind, origin: str, version: str, plugin: str = "") -> Callable[[object], None]:
     def register(spec: object) -> None:
         if not isinstance(spec, spec_type):
             raise UserError(f"{origin} registered {spec!r}, expected a {spec_type.__name__}")
         if not spec.name or not spec.name.replace("-", "_").replace(":", "_").isidentifier():
             raise UserError(f"{origin} registered a {kind.noun} with an invalid name {spec.name!r}")
-        kind.add(Registered(spec, origin, version))
+        kind.add(Registered(spec, origin, version, plugin))
 
     return register

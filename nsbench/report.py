@@ -34,9 +34,8 @@ TABLE_COLUMNS = (
 # (FUSS SI-SNR, SI-SNRi) has its cell mean and std over items (scored pairs),
 # the mean over clips beside it as clip_mean.
 RESULTS_FORMAT_VERSION = 2
+# Listed first in the tables (the run puts it first too: cli.select_engines).
 BASELINE_ENGINE = "passthrough"
-# Every engine is compared with each of these that ran (summary.compare_with_baselines).
-BASELINES = (BASELINE_ENGINE, "rnnoise")
 
 
 def file_stem(engine: str) -> str:
@@ -310,7 +309,9 @@ def checks_lines(result: Mapping[str, Any]) -> list[str]:
 def baselines_text(results: Sequence[Mapping[str, Any]]) -> str:
     """How the comparisons are made, and which baseline did not run (so is not compared with)."""
     ran = {r["engine"] for r in results}
-    missing = [name for name in BASELINES if name not in ran]
+    # Each engine's info names the baselines it is compared with (the specs that say ``baseline``).
+    named = dict.fromkeys(name for r in results for name in r.get("engine_info", {}).get("compared_with", ()))
+    missing = [name for name in named if name not in ran]
     text = (
         "Paired per clip, Wilcoxon signed-rank at 5%; \"not distinguishable\" where the difference is not significant, "
         "rather than a ranking. A cell of fewer than 6 clips can never be significant."

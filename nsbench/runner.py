@@ -82,6 +82,9 @@ class EngineRun:
     metrics: Sequence[MetricSpec]
     cache: Cache | None = None
     identity: Identity | None = None
+    # Seconds of lag removed on top of the declared delay (--align-constant-lag's second pass).
+    lag_compensation: float = 0.0
+    voice_drop_db: float = checks.VOICE_DROP_DB  # --voice-drop-db, for the voice_level_drop flag
 
     def record_for(self, source: ClipSource, error: str | None = None) -> ClipRecord:
         """The clip's record before it runs, or with the reason it failed."""
@@ -112,6 +115,7 @@ class EngineHolder:
             engine = self.spec.factory(self.options)
             if engine is None or not hasattr(engine, "process"):
                 raise UserError(f"engine '{self.spec.name}': its factory returned {engine!r}")
+            self.spec.declare_on(engine)
             self._engine = engine
         return self._engine
 
@@ -140,6 +144,9 @@ def run_engine(
     cache: Cache | None = None,
     identity: Identity | None = None,
     dask_client: Any = None,
+    *,
+    lag_compensation: float = 0.0,
+    voice_drop_db: float = checks.VOICE_DROP_DB,
 ) -> Iterator[Outcome]:
     """Run one engine over every clip, in order. A clip that fails is recorded
     with its reason and the loop goes on. An engine that cannot be built raises
@@ -156,7 +163,7 @@ def run_engine(
 
     With a ``dask_client`` (nsbench.dask_executor), the clips run as tasks on
     its cluster, again in clip order."""
-    run = EngineRun(spec, options, metrics, cache if identity else None, identity)
+    run = EngineRun(spec, options, metrics, cache if identity else None, identity, lag_compensation, voice_drop_db)
     stored = complete_in_cache(run, sources)
     missing = [source for index, source in enumerate(sources) if index not in stored]
     if not missing:
@@ -409,7 +416,7 @@ def produce(holder: EngineHolder, clip: Clip, run: EngineRun, key: str, record: 
     if cached is not None:
         record.from_cache = True
     else:
-        cached = CachedOutput(*process(holder, clip))
+        cached = CachedOutput(*process(holder, clip, run.lag_compensation))
         if run.cache:
             run.cache.put_output(key, cached)
             run.cache.mark(run.identity.engine)
@@ -431,12 +438,12 @@ def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, re
         if run.cache:
             values[run.identity.checks] = checked
     record.residual_lag, record.lag_unmeasured = checked["residual_lag"], checked["lag_unmeasured"]
-    record.flags = checked["flags"] + checks.score_flags(record.scores, run.options.get("voice_drop_db", checks.VOICE_DROP_DB))
+    record.flags = checked["flags"] + checks.score_flags(record.scores, run.voice_drop_db)
     if run.cache and values != stored:
         run.cache.put_scores(key, values)
 
 
-def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float, str]:
+def process(holder: EngineHolder, clip: Clip, lag_compensation: float = 0.0) -> tuple[np.ndarray, float, float, str]:
     """Run the engine on one clip; returns (output at the clip's rate, CPU s,
     wall s, the delay removed as "N samples at R Hz")."""
     check_length(clip)
@@ -454,9 +461,9 @@ def process(holder: EngineHolder, clip: Clip) -> tuple[np.ndarray, float, float,
         holder.discard()
         raise ClipError(f"engine could not prepare: {fault_text(error)}") from error
     # An engine whose rate is None works at any rate: it gets the clip's own.
-    rate = engine.sample_rate or clip.sample_rate
+    rate = holder.spec.rate_of(engine) or clip.sample_rate
     # The declared delay, and the lag --align-constant-lag found over a first pass.
-    delay = engine.delay + round(holder.options.get(LAG_COMPENSATION, 0.0) * rate)
+    delay = holder.spec.delay_of(engine) + round(lag_compensation * rate)
     reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
     cpu_start, wall_start = cpu_seconds(engine), time.perf_counter()
     engine_input = resample(clip.noisy, clip.sample_rate, rate)

@@ -13,7 +13,6 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from nsbench import checks
-from nsbench.report import BASELINES
 from nsbench.types import ClipRecord, MetricSpec
 
 
@@ -200,8 +199,10 @@ def summarise(
     headline: str = "si_sdri",
     pooled_cells: Mapping[str, Sequence[str]] = {},
     voice_drop_db: float = checks.VOICE_DROP_DB,
+    expected_flags: Mapping[str, str] = {},
 ) -> dict[str, Any]:
     """Overall and per-cell statistics for one engine's records.
+    ``expected_flags``: the engine spec's (flags that define it, listed apart).
 
     ``pooled_cells`` maps a new value of the first cell key to the values it
     pools (FUSS: "2-4" -> "2", "3", "4"), one row per combination of the other
@@ -232,7 +233,7 @@ def summarise(
         "worst_cell": worst_cell([row for row in cell_rows if not row.get("pooled")], metrics, headline),
         **realtime_totals(records),
         "alignment": alignment_summary(records),
-        **flag_summary(records, voice_drop_db),
+        **flag_summary(records, voice_drop_db, expected_flags),
         **listening_picks(records, headline_spec(metrics, headline)),
         "metric_notes": note_counts(records),
     }
@@ -347,10 +348,11 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def flag_summary(records: Sequence[ClipRecord], voice_drop_db: float = checks.VOICE_DROP_DB) -> dict[str, dict[str, Any]]:
+def flag_summary(
+    records: Sequence[ClipRecord], voice_drop_db: float = checks.VOICE_DROP_DB, expected: Mapping[str, str] = {}
+) -> dict[str, dict[str, Any]]:
     """Per raised flag, its meaning and the clips. Flags that define the engine
-    (the baseline passes its input through) go under ``expected_flags``."""
-    expected = checks.EXPECTED_FLAGS.get(records[0].engine, {}) if records else {}
+    (``expected``: the passthrough passes its input through) go under ``expected_flags``."""
     flags, expected_flags = {}, {}
     for name, description in checks.flag_descriptions(voice_drop_db).items():
         clips = [r.run_id for r in records if name in r.flags]
@@ -407,26 +409,28 @@ def compared_metrics(metrics: Sequence[MetricSpec], headline: str) -> list[Metri
 
 
 def compare_with_baselines(
-    records_by_engine: Mapping[str, Sequence[ClipRecord]], metrics: Sequence[MetricSpec], cell_keys: Sequence[str]
+    records_by_engine: Mapping[str, Sequence[ClipRecord]], metrics: Sequence[MetricSpec], cell_keys: Sequence[str],
+    baselines: Sequence[str] = (),
 ) -> dict[str, dict[str, Any]]:
-    """engine -> baseline -> metric -> paired comparison over all clips and per cell."""
+    """engine -> baseline -> metric -> paired comparison over all clips and per
+    cell. ``baselines``: the engines whose spec says ``baseline``, in order."""
     return {
         engine: {
             baseline: {
                 metric.name: paired_by_cell(records, records_by_engine[baseline], metric, cell_keys)
                 for metric in metrics
             }
-            for baseline in baselines_of(engine)
+            for baseline in baselines_of(engine, baselines)
             if baseline in records_by_engine
         }
         for engine, records in records_by_engine.items()
     }
 
 
-def baselines_of(engine: str) -> tuple[str, ...]:
+def baselines_of(engine: str, baselines: Sequence[str]) -> Sequence[str]:
     """Every baseline for an engine; for a baseline, those before it (RNNoise
     against the passthrough, not the mirror of that)."""
-    return BASELINES[: BASELINES.index(engine)] if engine in BASELINES else BASELINES
+    return baselines[: list(baselines).index(engine)] if engine in baselines else baselines
 
 
 def paired_by_cell(

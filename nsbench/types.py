@@ -87,48 +87,75 @@ class ClipSource:
 # --------------------------------------------------------------------------- engines
 
 
-@runtime_checkable
-class Engine(Protocol):
-    """What the run loop drives.
+# An engine spec's ``delay`` (or ``sample_rate``) that the engine itself
+# reports once built, in its ``delay`` (``sample_rate``) attribute: RNNoise
+# measures its program's delay on a probe, Koala reads its SDK's, a user's
+# python: class declares its own.
+MEASURED = "measured"
 
-    ``sample_rate``: the rate ``process`` expects and returns; None for an
-    engine that works at any rate (it then gets the clip's rate, unresampled).
-    ``delay``: samples (at ``sample_rate``) by which the output lags the input;
-    the harness removes them. An engine may update it after its first clips
-    (rnnoise estimates the delay of a user's binary).
-    ``process``: float32 mono in, float32 out of the same length. Oracle engines
-    also receive the clean reference at the same rate as keyword ``clean``.
-    ``close``: release processes, handles, temporary files.
 
-    Optional: ``prepare()``, called before each clip outside the timer (a fresh
-    model state, like model loading, is not processing time); ``notes``, a list
-    of strings the engine found out about itself (an estimated delay), copied
-    into the results.
+class Engine:
+    """Base class for engines: subclass it and override ``process``.
+
+    ``process(audio)``: float32 mono in (at the spec's ``sample_rate``), float32
+    out of the same length. Oracle engines also receive the clean reference at
+    the same rate as keyword ``clean``; on separation clips an engine may return
+    (sources, samples).
+
+    The rate and the delay are declared once, on the EngineSpec; the harness
+    sets ``sample_rate`` and ``delay`` here from it when it builds the engine
+    (an engine whose spec says MEASURED sets its own, in ``__init__``). The
+    harness resamples into and out of the rate, appends ``delay`` zeros to the
+    input and removes the first ``delay`` output samples.
+
+    ``prepare()`` is called before each clip, outside the timer (a fresh model
+    state, like model loading, is not processing time). ``close()`` releases
+    processes, handles and temporary files; the harness always calls it.
+    ``notes``: strings the engine found out about itself (a measured delay),
+    copied into the results.
     """
 
-    sample_rate: int | None
-    delay: int
+    sample_rate: int | None = None
+    delay: int = 0
 
-    def process(self, audio: np.ndarray, **reference: np.ndarray) -> np.ndarray: ...
+    def process(self, audio: np.ndarray, **reference: np.ndarray) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} must define process(audio)")
 
-    def close(self) -> None: ...
+    def prepare(self) -> None:
+        """Called before each clip, outside the timer."""
+
+    def close(self) -> None:
+        """Called once when the run is done with the engine, whatever happened."""
+
+    @property
+    def notes(self) -> list[str]:
+        # Per instance, created on first use: a subclass need not call super().__init__().
+        return self.__dict__.setdefault("_notes", [])
+
+    @notes.setter
+    def notes(self, value: list[str]) -> None:
+        self.__dict__["_notes"] = list(value)
 
 
 @dataclass(frozen=True)
 class EngineSpec:
     """How to build an engine, registered by a plugin.
 
-    ``factory(options)`` builds the engine; ``options`` is the CLI's namespace as a
-    dict. ``requires`` lists importable module names checked before building, so a
-    missing package makes the engine unavailable (with ``install``) instead of
-    breaking anything else. Heavy imports belong inside ``factory``.
+    ``factory(options)`` builds the engine. ``options`` holds only what is the
+    engine's: the flags its plugin added (``--my-flag`` as ``my_flag``), ``seed``
+    (None unless ``seeded`` and --seeds), and for a family ``engine_argument``.
+    ``sample_rate`` and ``delay`` are the engine's facts, declared here once
+    (MEASURED: the built engine reports them). ``requires`` lists importable
+    module names checked before building, so a missing package makes the
+    engine unavailable (with ``install``) instead of breaking anything else.
+    Heavy imports belong inside ``factory``.
     """
 
     name: str
-    factory: Callable[[Mapping[str, Any]], Engine]
+    factory: Callable[[Mapping[str, Any]], Any]
     description: str
-    sample_rate: int | None  # None: any rate, the clip's own
-    delay: int
+    sample_rate: int | None | str  # None: any rate, the clip's own; MEASURED: the engine's attribute
+    delay: int | str  # samples at sample_rate the output lags; MEASURED: the engine's attribute
     requires: tuple[str, ...] = ()
     install: str = ""
     version: Callable[[], str] | str = ""
@@ -143,6 +170,28 @@ class EngineSpec:
     # What identifies the engine's outputs beyond its name, version, code and
     # options, for the cache (nsbench.cache): e.g. the digest of a user's binary.
     fingerprint: Callable[[Mapping[str, Any]], str] | None = None
+    # A reference engine every other is compared with, clip by clip (passthrough,
+    # rnnoise), as ``oracle`` marks upper bounds.
+    baseline: bool = False
+    # Flags that are this engine's definition, not a fault (the passthrough's
+    # output is identical to its input): flag name -> why; listed apart.
+    expected_flags: Mapping[str, str] = field(default_factory=dict)
+
+    def rate_of(self, engine: Any) -> int | None:
+        """The rate the built engine works at: the declared one, or its own."""
+        return engine.sample_rate if self.sample_rate == MEASURED else self.sample_rate
+
+    def delay_of(self, engine: Any) -> int:
+        """The delay the harness removes: the declared one, or the engine's own."""
+        return int(engine.delay) if self.delay == MEASURED else self.delay
+
+    def declare_on(self, engine: Any) -> None:
+        """Gives an Engine the rate and delay declared here, for it to read."""
+        if isinstance(engine, Engine):
+            if self.sample_rate != MEASURED:
+                engine.sample_rate = self.sample_rate
+            if self.delay != MEASURED:
+                engine.delay = self.delay
 
 
 # --------------------------------------------------------------------------- datasets

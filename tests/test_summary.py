@@ -108,7 +108,7 @@ def paired(ours, theirs, higher=True):
     baseline = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(theirs)]
     for r in baseline:
         r.engine = "passthrough"
-    return compare_with_baselines({"passthrough": baseline, "e": engine}, [metric(higher=higher)], ["cell"])["e"]["passthrough"]["si_sdri"]
+    return compare_with_baselines({"passthrough": baseline, "e": engine}, [metric(higher=higher)], ["cell"], ["passthrough"])["e"]["passthrough"]["si_sdri"]
 
 
 def test_identical_engines_are_not_distinguishable():

@@ -1,19 +1,25 @@
 """The built-in adapters, imported through the core.
 
 The repository keeps them in top-level ``engines/``, ``datasets/``,
-``metrics/`` and ``conditions/`` folders with no ``__init__.py``. Pointing this package's
-``__path__`` at the repository root makes them importable as
+``metrics/`` and ``conditions/`` folders with no ``__init__.py``. In a checkout,
+pointing this package's ``__path__`` at the repository root makes them importable as
 ``nsbench.builtin.engines.passthrough`` and so on, while a bare
 ``import datasets`` (Hugging Face, which transformers imports) still finds the
 installed package: a folder without ``__init__.py`` loses to a regular package.
-Real module names keep pickling and worker processes working.
+Real module names keep pickling and worker processes working. An installed
+nsbench (``pip install .``) has the folders copied here by pyproject.toml's
+package-dir mapping, and this package's own ``__path__`` finds them.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+# The folder that holds the nsbench package: the checkout, or site-packages
+# once installed (``python -m nsbench...`` works from there).
 REPO_ROOT = Path(__file__).resolve().parents[2]
-__path__ = [str(REPO_ROOT)]
+INSTALLED = (Path(__file__).resolve().parent / "engines").is_dir()
+if not INSTALLED:
+    __path__ = [str(REPO_ROOT)]
 
 # Folder -> built-in modules, in the order they register. Each module defines
 # hook implementations at module level.
