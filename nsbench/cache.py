@@ -8,8 +8,12 @@ Each entry's key is a sha256 of everything its value depends on:
   options it reads (plugin flags, seed, lag compensation), and the harness code
   that runs it (resampling, delay compensation);
 - a clip's scores: the output's key, then one value per metric under the
-  metric's name, version and code (with the block helpers metrics share), and
-  the output checks under theirs.
+  metric's name, version and code, and the output checks under theirs.
+
+"Code" is a module's source file and those of every module it imports from
+nsbench or from its own package, transitively (read from its import
+statements, functions' own imports included): a change to the SI-SDR maths
+(``nsbench/sdr.py``) gives the SI-SDR metrics and the output checks new keys.
 
 An entry is one file, written whole under a temporary name and renamed into
 place, so a run killed at any point leaves whole entries or none. Its first
@@ -18,8 +22,10 @@ and recomputed, never trusted. A clip that failed is not cached: it runs again.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
+import importlib.util
 import inspect
 import io
 import json
@@ -35,12 +41,11 @@ import numpy as np
 from nsbench.types import Clip
 
 FORMAT_VERSION = 1
-# The parts of nsbench an output or a score depends on beyond the engine's and
-# the metric's own code (the helpers they share): a change to any of them
-# makes new keys.
-HARNESS_SOURCES = ("runner.py", "audio.py", "frames.py", "external.py")
-METRIC_SOURCES = ("blocks.py",)
-CHECK_SOURCES = ("checks.py", "alignment.py", "blocks.py")
+# The run loop's code around an engine (resampling, delay compensation), on
+# which every output depends; the engine's own code and what it imports are
+# found from its module (code_files).
+HARNESS_SOURCES = ("runner.py", "audio.py")
+CHECKS_MODULE = "nsbench.checks"
 RUNS_FOLDER = "runs"  # under the cache root; the demo set and remixes have their own
 CHECKS_ENTRY = "checks"
 ENGINES_FOLDER = "engines"  # an empty file per engine identity with outputs stored
@@ -73,16 +78,68 @@ def file_digest(path: str | Path) -> str:
 
 
 def code_digest(obj: Any) -> str:
-    """The source file defining ``obj`` (a function, a class; through
-    functools.partial, every callable bound), hashed; "" when it has none (a
-    builtin), so then its name and version alone identify it."""
+    """The code of the module defining ``obj`` (a function, a class; through
+    functools.partial, every callable bound), hashed: its file and the files
+    it imports (code_files); "" when it has none (a builtin), so then its name
+    and version alone identify it."""
     if isinstance(obj, functools.partial):
         return digest(*(code_digest(part) for part in (obj.func, *obj.args) if callable(part)))
-    try:
-        path = inspect.getsourcefile(obj)
-    except TypeError:
+    module = inspect.getmodule(obj)
+    if module is None:
         return ""
-    return file_digest(path) if path and os.path.isfile(path) else ""
+    return files_content_digest(code_files(module.__name__))
+
+
+def files_content_digest(paths: Iterable[str]) -> str:
+    """Contents only: the same code keys alike in any checkout or install."""
+    return digest(*(file_digest(path) for path in paths))
+
+
+def code_files(module_name: str) -> list[str]:
+    """The source file of the module and, transitively, of every module it
+    imports from nsbench or from its own top-level package."""
+    follow = {"nsbench", module_name.partition(".")[0]}
+    found: dict[str, str | None] = {}
+    pending = [module_name]
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        found[name] = path = source_file(name)
+        if path is not None:
+            pending += [dep for dep in imported_modules(path, name) if dep.partition(".")[0] in follow]
+    # In module-name order: the same in a checkout and once installed.
+    return list(dict.fromkeys(path for _, path in sorted(found.items()) if path))
+
+
+def source_file(module_name: str) -> str | None:
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return None
+    origin = spec.origin if spec else None
+    return origin if origin and origin.endswith(".py") and os.path.isfile(origin) else None
+
+
+@functools.lru_cache(maxsize=None)
+def imported_modules(path: str, module_name: str) -> tuple[str, ...]:
+    """The modules a source file imports, anywhere in it (a function's own
+    imports too); ``from package import name`` counts as the submodule where
+    ``name`` is one, else as the package."""
+    tree = ast.parse(Path(path).read_text(), filename=path)
+    package = module_name if path.endswith("__init__.py") else module_name.rpartition(".")[0]
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, up level - 1
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            names.append(base)
+            names += [f"{base}.{alias.name}" for alias in node.names if source_file(f"{base}.{alias.name}")]
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 def files_digest(paths: Iterable[str | Path]) -> str:
@@ -136,11 +193,12 @@ def engine_identity(name: str, version: str, factory: Any, fingerprint: str, opt
 
 def metric_identity(name: str, version: str, func: Any, fingerprint: str = "") -> str:
     """``fingerprint``: what the metric's own options make of it (a recogniser and its model)."""
-    return digest(name, version, code_digest(func), nsbench_digest(METRIC_SOURCES), *([fingerprint] if fingerprint else []))
+    return digest(name, version, code_digest(func), *([fingerprint] if fingerprint else []))
 
 
 def checks_identity() -> str:
-    return digest(CHECKS_ENTRY, nsbench_digest(CHECK_SOURCES))
+    """The output checks' code: nsbench.checks and all it imports (the SI-SDR maths, the lag search)."""
+    return digest(CHECKS_ENTRY, files_content_digest(code_files(CHECKS_MODULE)))
 
 
 @dataclass
