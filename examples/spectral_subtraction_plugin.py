@@ -5,14 +5,10 @@ Run it:  python benchmark.py --plugin examples/spectral_subtraction_plugin.py --
 import numpy as np
 from scipy.signal import istft, stft
 
-from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+import nsbench
 
 
-class SpectralSubtraction:
-    sample_rate = 16000  # the harness resamples into and out of this rate
-    delay = 0  # samples the output lags the input; the harness removes them
-
+class SpectralSubtraction(nsbench.Engine):
     def process(self, audio: np.ndarray) -> np.ndarray:
         _, _, spectrum = stft(audio, nperseg=512)
         power = np.abs(spectrum) ** 2
@@ -22,11 +18,10 @@ class SpectralSubtraction:
         _, out = istft(spectrum * gain, nperseg=512)
         return out[: len(audio)].astype(np.float32)  # same length as the input
 
-    def close(self) -> None:
-        pass
 
-
-@hookimpl
+@nsbench.hookimpl
 def register_engines(register):
-    register(EngineSpec(name="spectral-subtraction", factory=lambda options: SpectralSubtraction(),
-                        description="example plugin: spectral subtraction", sample_rate=16000, delay=0))
+    # The rate the harness resamples into and out of, and the samples the output
+    # lags its input (the harness removes them): declared here, once.
+    register(nsbench.EngineSpec(name="spectral-subtraction", factory=lambda options: SpectralSubtraction(),
+                                description="example plugin: spectral subtraction", sample_rate=16000, delay=0))
