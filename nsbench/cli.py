@@ -125,6 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_cli(argv: list[str]) -> int:
+    if argv[:1] == ["new-plugin"]:  # a command; anything else is the benchmark's flags
+        from nsbench.scaffold import new_plugin
+
+        return new_plugin(argv[1:])
     # --plugin is read first: a plugin may add flags the full parser must know.
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--plugin", action="append", default=[])
