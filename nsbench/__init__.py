@@ -8,7 +8,9 @@ numpy and pluggy, never an engine's package.
 """
 from __future__ import annotations
 
+from nsbench.conditions import ConditionSpec
 from nsbench.hookspecs import hookimpl
+from nsbench.reference import ReferenceAudio
 from nsbench.types import (
     MEASURED,
     Clip,
@@ -20,6 +22,9 @@ from nsbench.types import (
     MetricInputs,
     MetricSpec,
     MetricUndefined,
+    PooledValue,
+    Pooling,
+    RecogniserSpec,
     UserError,
 )
 
@@ -41,6 +46,11 @@ __all__ = [
     "ClipSource",
     "MetricInputs",
     "MetricUndefined",
+    "Pooling",
+    "PooledValue",
+    "ConditionSpec",
+    "RecogniserSpec",
+    "ReferenceAudio",
     "ClipError",
     "UserError",
     "MEASURED",

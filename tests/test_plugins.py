@@ -189,3 +189,26 @@ def test_every_hook_is_tested_and_documented():
     for hook in hooks:
         assert f"| `{hook}(" in readme, f"hook {hook} is not in the README hooks table"
         assert hook in test_sources, f"hook {hook} is not exercised by a test outside test_plugins.py"
+
+
+def test_every_exported_name_is_documented_in_the_plugin_api_section():
+    """The plugin API is nsbench.__all__: each name has a row in the README's
+    "Plugin API" section, which states the current PLUGIN_API version."""
+    import nsbench
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("\n## Plugin API\n")[1].split("\n## ")[0]
+    assert f"`PLUGIN_API = {nsbench.PLUGIN_API}`" in section
+    assert isinstance(nsbench.PLUGIN_API, int) and nsbench.PLUGIN_API >= 1
+    for name in nsbench.__all__:
+        assert getattr(nsbench, name) is not None
+        assert f"| `{name}` |" in section, f"nsbench.{name} is exported but not in the README's Plugin API table"
+    # Internal records stay out of the API.
+    assert "ClipRecord" not in nsbench.__all__
+
+
+def test_import_nsbench_stays_light():
+    """A plugin imports nsbench at start-up: no engine's or plot's package comes with it."""
+    code = "import sys, nsbench; print(sorted(m for m in ('scipy', 'matplotlib', 'onnxruntime', 'soundfile', 'soxr', 'distributed', 'av') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
