@@ -204,12 +204,12 @@ def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> 
                            conditions=[condition.name for condition in chosen])
     if run_cache:
         settings.metric_identities = metric_identities(metrics, registry, metric_options)
-    with executor(args) as settings.dask_client:
+    with executor(args, engines) as settings.dask_client:
         return run_engines(settings, dataset, engines, extras, shared)
 
 
 @contextlib.contextmanager
-def executor(args: argparse.Namespace) -> Iterator[Any]:
+def executor(args: argparse.Namespace, engines: list[EngineSpec]) -> Iterator[Any]:
     """The Dask client with --executor dask, connected before any engine runs
     (a scheduler that does not answer stops the run before it computes anything)."""
     if args.executor != "dask":
@@ -217,7 +217,7 @@ def executor(args: argparse.Namespace) -> Iterator[Any]:
         return
     from nsbench.dask_executor import dask_client
 
-    with dask_client(args.scheduler, args.jobs) as client:
+    with dask_client(args.scheduler, args.jobs, engines) as client:
         yield client
 
 

@@ -12,7 +12,10 @@ against that clip alone; an existing scheduler keeps its own settings), then
 the clip is recorded as failed and the run goes on.
 
 Workers need nsbench, the engines' packages and the plugins importable; a
-plugin given by file path (``--plugin file.py``) is sent by value. The cache
+plugin given by file path (``--plugin file.py``) is sent by value. On an
+existing cluster this is checked on every worker before anything runs: a
+worker that cannot import one of them stops the run in one line naming the
+module, the workers and what to install there. The cache
 (nsbench.cache) is written where each worker runs: on a remote cluster, point
 ``NSBENCH_CACHE`` at a shared filesystem for runs to resume there.
 """
@@ -24,7 +27,7 @@ import sys
 import uuid
 from typing import Any, Iterator, Sequence
 
-from nsbench.types import ClipRecord, ClipSource, UserError
+from nsbench.types import ClipRecord, ClipSource, EngineSpec, UserError
 
 CONNECT_TIMEOUT = "5s"
 LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"
@@ -34,8 +37,9 @@ _holders: dict[str, Any] = {}
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
-    """A connected client: to ``scheduler``, or to a local cluster started here."""
+def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpec] = ()) -> Iterator[Any]:
+    """A connected client: to ``scheduler`` (its workers checked for the
+    engines' modules), or to a local cluster started here."""
     try:
         import dask
         from distributed import Client, LocalCluster
@@ -48,6 +52,7 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
         except (OSError, TimeoutError) as error:
             raise UserError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT}: {error}") from error
         with client:
+            check_workers(client, scheduler, engines)
             yield client
         return
     # One retry elsewhere for a clip whose worker died, then it fails. A worker
@@ -59,6 +64,69 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         with cluster, Client(cluster, set_as_default=False) as client:
             yield client
+
+
+# Run on each worker to list the modules it cannot import. Compiled into a
+# module that exists only here, so cloudpickle sends the function by value:
+# a worker without nsbench could not unpickle a reference to nsbench's code.
+PROBE_SOURCE = """
+def missing_modules(names):
+    import importlib.util
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+"""
+
+
+def worker_probe() -> Any:
+    namespace: dict[str, Any] = {"__name__": "nsbench_worker_probe"}
+    exec(PROBE_SOURCE, namespace)
+    return namespace["missing_modules"]
+
+
+def needed_modules(engines: Sequence[EngineSpec]) -> dict[str, str]:
+    """Module -> what to install for it, on each worker: nsbench, each
+    engine's plugin module (not one sent by value) and its ``requires``."""
+    from nsbench import __version__
+
+    needed = {"nsbench": f"nsbench {__version__} (pip install the same wheel or checkout as here)"}
+    for engine in engines:
+        factory = getattr(engine.factory, "func", engine.factory)  # a family's bound partial
+        module = getattr(factory, "__module__", "") or ""
+        if module and not module.startswith(LOCAL_PLUGIN_PREFIX) and module != "__main__":
+            needed.setdefault(module, f"the package of engine {engine.name}'s plugin")
+        for name in engine.requires:
+            needed.setdefault(name, f"{engine.install or name} (engine {engine.name})")
+    return needed
+
+
+def check_workers(client: Any, scheduler: str, engines: Sequence[EngineSpec]) -> None:
+    """The scheduler can import nsbench (it unpickles the tasks) and every
+    worker what the engines need, or UserError in one line."""
+    if "nsbench" in client.run_on_scheduler(worker_probe(), ["nsbench"]):
+        raise UserError(
+            f"the Dask scheduler at {scheduler} cannot import nsbench (it unpickles the tasks): install "
+            f"{needed_modules(())['nsbench']} where the scheduler runs, then run again; nothing was computed"
+        )
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        raise UserError(f"the Dask scheduler at {scheduler} has no workers: start some (dask worker {scheduler}) with nsbench installed")
+    needed = needed_modules(engines)
+    missing_by_worker = client.run(worker_probe(), list(needed))
+    for module, install in needed.items():
+        lacking = sorted(worker for worker, missing in missing_by_worker.items() if module in missing)
+        if lacking:
+            shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+            raise UserError(
+                f"{len(lacking)} of {len(workers)} Dask workers cannot import {module} ({shown}): "
+                f"install {install} on each worker, then run again; nothing was computed"
+            )
 
 
 @contextlib.contextmanager
@@ -93,6 +161,11 @@ def run_on_dask(client: Any, run: Any, sources: Sequence[ClipSource], notes: lis
         for source, future in zip(sources, futures):
             try:
                 outcome, worker_notes = future.result()
+            except ModuleNotFoundError as error:  # a worker that joined after the check
+                raise UserError(
+                    f"a Dask worker cannot import {error.name}: install it on every worker; "
+                    "the clips done so far are kept"
+                ) from error
             except KilledWorker as error:
                 outcome, worker_notes = Outcome(killed(run, source, error), None, 0), []
             notes.extend(note for note in worker_notes if note not in notes)
