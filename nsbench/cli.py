@@ -7,7 +7,6 @@ list so tests call the CLI directly (as museval does).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import os
 import re
@@ -16,24 +15,24 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
-
-import numpy as np
+from typing import Any, Sequence
 
 from tqdm import tqdm
 
 from nsbench import cache, conditions, provenance
-from nsbench.extras import RunExtras
-from nsbench.extras import add_arguments as add_report_arguments
+from nsbench.config import RunConfig
+from nsbench.results import ResultsWriter
+from nsbench.results import add_arguments as add_report_arguments
 from nsbench.interrupts import Interrupted, as_interrupted, deferred, signals_interrupt
-from nsbench.metric_options import bind_options, metric_flags, metric_provenance
 from nsbench.plugins import get_plugin_manager
 from nsbench.progress import engine_progress
 from nsbench.registry import Registered, Registry, build_registry
-from nsbench.report import ClipLog, engine_result, file_stem, report_markdown, write_json
-from nsbench.runner import LAG_COMPENSATION, run_engine
+from nsbench.report import engine_result, file_stem
+from nsbench.executors import executor_for
+from nsbench.runner import LAG_COMPENSATION, Executor, run_engine
 from nsbench.summary import alignment_summary, baselines_of, summarise
 from nsbench.terminal_summary import summary_text
+from nsbench.metric_options import bind_options, metric_provenance
 from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
 
 LIST_CHOICES = ("engines", "datasets", "metrics", "conditions", "recognisers", "plugins", "cache")
@@ -145,165 +144,164 @@ def run_cli(argv: list[str]) -> int:
     if args.list:
         print(list_text(args.list, registry, manager))
         return 0
-    return benchmark(args, registry, argv)
+    return benchmark(RunConfig.from_args(args, argv), registry)
 
 
 @dataclass
 class RunSettings:
     """What every engine of one run shares."""
 
-    args: argparse.Namespace
+    config: RunConfig
     registry: Registry
+    dataset: DatasetSpec
     sources: list[ClipSource]
     metrics: list[MetricSpec]
-    folder: Path  # results/<dataset>
-    # Writes each output as it comes (engine, run id, audio, rate): to --output-folder,
-    # or for report.html's listening grid; None: nowhere.
-    keep_output: Callable[[str, str, np.ndarray, int], None] | None
+    writer: ResultsWriter
     cache: cache.Cache | None
-    dask_client: Any = None  # with --executor dask
+    shared: dict[str, Any]  # in every <engine>.json: the dataset's description, the provenance
+    executor: Executor | None = None  # how clips run (nsbench.executors.executor_for); None: here
     warned: set[str] = field(default_factory=set)  # cache warnings already printed
     # With a cache: each metric's digest (name, version, code), the same for every engine.
     metric_identities: dict[str, str] = field(default_factory=dict)
     conditions: list[str] = field(default_factory=list)  # --condition, none first; [] without
 
     def engine_options(self, engine: EngineSpec) -> dict[str, Any]:
-        """What the engine's factory receives: the flags its plugin added, and
-        ``seed`` (set per run); a family's ``engine_argument`` is bound by the registry."""
-        plugin = self.registry.engines.get(engine.name).plugin
-        return {name: getattr(self.args, name) for name in sorted(self.args.plugin_options.get(plugin, ()))}
+        """What the engine's factory receives: the flags its plugin added (the
+        run adds ``seed``; the registry binds a family's ``engine_argument``)."""
+        return self.config.engine_options(self.registry.engines.get(engine.name).plugin)
 
     @property
     def baselines(self) -> list[str]:
         return baseline_names(self.registry)
 
+    def planned_runs(self, engine: EngineSpec) -> int:
+        return len(self.sources) * (len(self.config.seeds) if self.config.seeds and engine.seeded else 1)
 
-def benchmark(args: argparse.Namespace, registry: Registry, argv: list[str]) -> int:
-    dataset = registry.datasets.require_available(args.dataset).spec
-    check_arguments(args, dataset)
-    engines = select_engines(args.engine, registry)
-    metrics, metric_options = bind_options(select_metrics(args.metric, registry), vars(args), registry)
-    chosen = conditions.resolve(args.condition, registry.conditions)  # a missing codec stops the run here
-    sources = dataset.clips(vars(args))[: args.limit]
+
+@dataclass
+class Stopped:
+    """An interrupt during an engine, and how far that engine got."""
+
+    signal: Interrupted
+    engine: EngineSpec
+    done: int
+    planned: int
+
+
+def benchmark(config: RunConfig, registry: Registry) -> int:
+    dataset = registry.datasets.require_available(config.dataset).spec
+    check_arguments(config, dataset)
+    engines = select_engines(list(config.engines), registry)
+    metrics, metric_options = bind_options(select_metrics(list(config.metrics), registry), dict(config.dataset_options), registry)
+    chosen = conditions.resolve(list(config.conditions), registry.conditions)  # a missing codec stops the run here
+    sources = dataset.clips(dict(config.dataset_options))[: config.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
-    folder = Path(args.results_folder) / dataset.name
     shared = {
-        "dataset_description": dataset.describe(vars(args)),
+        "dataset_description": dataset.describe(dict(config.dataset_options)),
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
-        "provenance": {**provenance.collect(argv), "jobs": args.jobs, **metric_provenance(metric_options)},
+        "provenance": {**provenance.collect(list(config.argv)), "jobs": config.jobs, **metric_provenance(metric_options)},
     }
     if chosen:  # each clip once per condition, a cell each
         dataset = dataclasses.replace(dataset, cell_keys=conditions.with_condition_cells(dataset.cell_keys))
-        store = None if args.no_cache else (str(cache.cache_root()), not args.rerun)
+        store = (str(cache.cache_root()), not config.rerun) if config.use_cache else None
         sources = conditions.conditioned_sources(sources, chosen, store)
         shared["provenance"]["conditions"] = conditions.provenance(chosen, registry.conditions)
-    extras = RunExtras(args, folder, dataset, sources, reported_values(metrics), baseline_names(registry))
-    run_cache = None if args.no_cache else cache.Cache(cache.cache_root(), read=not args.rerun)
-    settings = RunSettings(args, registry, sources, metrics, folder, extras.keep_output if extras.keeps_outputs else None, run_cache,
-                           conditions=[condition.name for condition in chosen])
+    names = [condition.name for condition in chosen]
+    writer = ResultsWriter(config, dataset, sources, reported_values(metrics), baseline_names(registry), conditions=names)
+    run_cache = cache.Cache(cache.cache_root(), read=not config.rerun) if config.use_cache else None
+    settings = RunSettings(config, registry, dataset, sources, metrics, writer, run_cache, shared, conditions=names)
     if run_cache:
         settings.metric_identities = metric_identities(metrics, registry, metric_options)
-    with executor(args, engines) as settings.dask_client:
-        return run_engines(settings, dataset, engines, extras, shared)
+    with executor_for(config.executor, config.jobs, config.scheduler, engines) as settings.executor:
+        return run_engines(settings, engines)
 
 
-@contextlib.contextmanager
-def executor(args: argparse.Namespace, engines: list[EngineSpec]) -> Iterator[Any]:
-    """The Dask client with --executor dask, connected before any engine runs
-    (a scheduler that does not answer stops the run before it computes anything)."""
-    if args.executor != "dask":
-        yield None
-        return
-    from nsbench.dask_executor import dask_client
-
-    with dask_client(args.scheduler, args.jobs, engines) as client:
-        yield client
-
-
-def run_engines(settings: RunSettings, dataset: DatasetSpec, engines: list[EngineSpec], extras: RunExtras, shared: dict[str, Any]) -> int:
-    args, sources, metrics, folder = settings.args, settings.sources, settings.metrics, settings.folder
-    results, not_run = [], {}
-    interrupted: Interrupted | None = None
+def run_engines(settings: RunSettings, engines: list[EngineSpec]) -> int:
+    """The run loop's top: each engine in turn; then the writer writes every file."""
+    results, not_run, stop = [], {}, None
     for index, engine in enumerate(engines):
-        engine_notes: list[str] = []
-        records: list[ClipRecord] = []
-        compensation = None
         try:
-            run_and_log(engine, settings, settings.engine_options(engine), engine_notes, records)
-            compensation = align_constant_lag(engine, settings, engine_notes, records)
+            result, stop = run_one(engine, settings, first=not results)
         except UserError as error:
             print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
             not_run[engine.name] = str(error)
             continue
-        except (Interrupted, KeyboardInterrupt) as error:
-            # Every clip done is already in the .clips.jsonl (and the cache);
-            # the clips done also get their summary below, marked as interrupted.
-            interrupted = as_interrupted(error)
-            not_run.update((later.name, f"not run: interrupted by {interrupted.name}") for later in engines[index + 1 :])
-            if not records:
-                break
-        if not results:  # input notes are the same for every engine: say them once
-            print_clip_notes(records)
-        extra = dict(shared)
-        if interrupted:
-            extra["interrupted"] = {"signal": interrupted.name, "clips_done": len(records), "clips_planned": planned_runs(engine, sources, args)}
-        result = summarise_engine(settings, dataset, engine, records, engine_notes, compensation, extra)
-        extras.after_engine(result, records)
-        write_json(folder / f"{file_stem(engine.name)}.json", result)
-        results.append(result)
-        if interrupted:
+        results += [result] if result else []
+        if stop:
+            not_run.update((later.name, f"not run: interrupted by {stop.signal.name}") for later in engines[index + 1 :])
             break
-    sections, exit_code = extras.finish(results)
-    top, by_condition = conditions.report_parts(results) if settings.conditions else ([], [])
-    report = report_markdown(dataset.name, results, dataset.cell_keys, reported_values(metrics), not_run, dataset.table_metrics, args.jobs,
-                             [*by_condition, *sections], top=top)
-    if interrupted:
-        report = interruption_report(report, interrupted, engine, records, planned_runs(engine, sources, args))
-    (folder / "report.md").write_text(report)
-    if interrupted:
-        print_interruption(interrupted, folder, engine, records, planned_runs(engine, sources, args), engines[index + 1 :], settings.cache)
-        interrupted.reported = True
-        raise interrupted
-    if args.verbose:
+    report, exit_code = settings.writer.finish(results, not_run, interruption_note(stop))
+    if stop:
+        print_interruption(stop, settings, engines[index + 1 :])
+        stop.signal.reported = True
+        raise stop.signal
+    folder = settings.writer.folder
+    if settings.config.verbose:
         print(report)
-    if not args.quiet:
-        reports = [folder / "report.md", *([] if args.no_html else [folder / "report.html"])]
-        print(summary_text(dataset.name, results, reports, not_run))
+    if not settings.config.quiet:
+        reports = [folder / "report.md", *([folder / "report.html"] if settings.config.html else [])]
+        print(summary_text(settings.dataset.name, results, reports, not_run))
     print(f"nsbench: results in {folder}/", file=sys.stderr)
     return exit_code
 
 
+def run_one(engine: EngineSpec, settings: RunSettings, first: bool) -> tuple[dict[str, Any] | None, Stopped | None]:
+    """One engine: its clips (logged as they come), a second pass for a
+    constant lag if asked, its summary. An interrupt keeps the clips done,
+    summarised and marked; UserError (the engine cannot start) goes up."""
+    notes: list[str] = []
+    records: list[ClipRecord] = []
+    compensation, stop = None, None
+    try:
+        run_and_log(engine, settings, settings.engine_options(engine), notes, records)
+        compensation = align_constant_lag(engine, settings, notes, records)
+    except (Interrupted, KeyboardInterrupt) as error:
+        # Every clip done is already in the .clips.jsonl (and the cache).
+        stop = Stopped(as_interrupted(error), engine, len(records), settings.planned_runs(engine))
+        if not records:
+            return None, stop
+    if first:  # input notes are the same for every engine: say them once
+        print_clip_notes(records)
+    result = summarise_engine(settings, engine, records, notes, compensation, stop)
+    settings.writer.engine_done(result, records)
+    return result, stop
+
+
 def summarise_engine(
-    settings: RunSettings, dataset: DatasetSpec, engine: EngineSpec, records: list[ClipRecord], engine_notes: list[str],
-    compensation: dict[str, Any] | None, extra: dict[str, Any],
+    settings: RunSettings, engine: EngineSpec, records: list[ClipRecord], engine_notes: list[str],
+    compensation: dict[str, Any] | None, stop: Stopped | None,
 ) -> dict[str, Any]:
     """The engine's ``<engine>.json`` payload."""
+    dataset = settings.dataset
     summary = summarise(records, reported_values(settings.metrics), dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells,
-                        settings.args.voice_drop_db, engine.expected_flags)
+                        settings.config.voice_drop_db, engine.expected_flags)
     if compensation:
         summary["alignment"]["compensation"] = compensation
     cached = sum(record.from_cache for record in records)
     if cached:
         engine_notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
+    extra = dict(settings.shared)
+    if stop:
+        extra["interrupted"] = {"signal": stop.signal.name, "clips_done": stop.done, "clips_planned": stop.planned}
     info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes, settings.baselines)
     if settings.conditions:  # the engine's gain under each condition (the passthrough's: the input's score)
         extra = {**extra, "conditions": conditions.condition_cells(records, reported_values(settings.metrics), settings.conditions)}
     return engine_result(engine.name, dataset.name, summary, reported_values(settings.metrics), {**extra, "engine_info": info})
 
 
-def check_arguments(args: argparse.Namespace, dataset: DatasetSpec) -> None:
-    if dataset.needs_data_folder and not args.data_folder:
+def check_arguments(config: RunConfig, dataset: DatasetSpec) -> None:
+    if dataset.needs_data_folder and not config.data_folder:
         raise UserError(f"dataset '{dataset.name}' needs --data-folder")
-    if args.data_folder and not Path(args.data_folder).is_dir():
-        raise UserError(f"data folder not found: {args.data_folder}")
-    if args.jobs < 1:
-        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
-    if args.limit is not None and args.limit < 0:
-        raise UserError(f"--limit must be at least 0, got {args.limit}")
-    if args.no_cache and args.rerun:
+    if config.data_folder and not Path(config.data_folder).is_dir():
+        raise UserError(f"data folder not found: {config.data_folder}")
+    if config.jobs < 1:
+        raise UserError(f"--jobs must be at least 1, got {config.jobs}")
+    if config.limit is not None and config.limit < 0:
+        raise UserError(f"--limit must be at least 0, got {config.limit}")
+    if not config.use_cache and config.rerun:
         raise UserError("--rerun replaces what the cache holds, --no-cache leaves it alone: choose one")
-    if args.scheduler and args.executor != "dask":
+    if config.scheduler and config.executor != "dask":
         raise UserError("--scheduler is for --executor dask")
 
 
@@ -313,15 +311,15 @@ def run_and_log(
 ) -> None:
     """Runs the engine, adding each clip's record to ``records`` (and its line
     to the .clips.jsonl) as it comes, so an interrupt keeps every clip done."""
-    args = settings.args
+    config = settings.config
     seeds: list[int | None] = [None]
-    if args.seeds and engine.seeded:
-        seeds = list(args.seeds)
-    elif args.seeds:
+    if config.seeds and engine.seeded:
+        seeds = list(config.seeds)
+    elif config.seeds:
         engine_notes.append("deterministic: run once, --seeds does not apply")
-    log = ClipLog(settings.folder / f"{file_stem(engine.name)}.clips.jsonl")
+    log = settings.writer.clip_log(engine.name)
     total = len(settings.sources) * len(seeds)
-    progress = engine_progress(total, engine.name, args.quiet)
+    progress = engine_progress(total, engine.name, config.quiet)
     outcomes = (
         outcome
         for seed in seeds
@@ -332,15 +330,13 @@ def run_and_log(
             record = outcome.record
             with deferred():
                 records.append(record)
-                log.add(record)
+                settings.writer.add(log, engine.name, record, outcome.output, outcome.sample_rate)
             for warning in outcome.warnings:
                 if warning not in settings.warned:
                     settings.warned.add(warning)
                     tqdm.write(f"nsbench: {warning}", file=sys.stderr)
             if record.failed:
                 tqdm.write(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}", file=sys.stderr)
-            elif settings.keep_output:
-                settings.keep_output(engine.name, record.run_id, outcome.output, outcome.sample_rate)
             progress.update()
     finally:
         outcomes.close()  # an interrupt here, not in the engine: close it (and stop its workers) now
@@ -352,8 +348,8 @@ def run_seed(engine: EngineSpec, settings: RunSettings, options: dict[str, Any],
     keyed = {**options, LAG_COMPENSATION: lag_compensation} if lag_compensation else options
     identity = cache_identity(engine, settings, keyed) if settings.cache else None
     return run_engine(
-        engine, options, settings.sources, settings.metrics, engine_notes, settings.args.jobs, settings.cache, identity,
-        settings.dask_client, lag_compensation=lag_compensation, voice_drop_db=settings.args.voice_drop_db,
+        engine, options, settings.sources, settings.metrics, engine_notes, executor=settings.executor, cache=settings.cache,
+        identity=identity, lag_compensation=lag_compensation, voice_drop_db=settings.config.voice_drop_db,
     )
 
 
@@ -385,7 +381,7 @@ def align_constant_lag(
     engine again with that lag removed on top of its declared delay; its
     records replace the first pass's (so do its .clips.jsonl and audio).
     Returns what was done, for the report; None if nothing was."""
-    if not settings.args.align_constant_lag:
+    if not settings.config.align_constant_lag:
         return None
     first = alignment_summary(records)
     lag = first["constant_lag"]
@@ -413,27 +409,21 @@ def removed_delay_seconds(records: list[ClipRecord]) -> float:
     return 0.0
 
 
-def planned_runs(engine: EngineSpec, sources: list[ClipSource], args: argparse.Namespace) -> int:
-    return len(sources) * (len(args.seeds) if args.seeds and engine.seeded else 1)
+def interruption_note(stop: Stopped | None) -> str:
+    """report.md's paragraph, after its title, saying it is incomplete."""
+    if stop is None:
+        return ""
+    return f"**Interrupted by {stop.signal.name}: incomplete.** {stop.engine.name} ran {stop.done} of {stop.planned} clips."
 
 
-def interruption_report(report: str, stop: Interrupted, engine: EngineSpec, records: list[ClipRecord], planned: int) -> str:
-    """The report with a paragraph, after its title, saying it is incomplete."""
-    title, _, rest = report.partition("\n\n")
-    return f"{title}\n\n**Interrupted by {stop.name}: incomplete.** {engine.name} ran {len(records)} of {planned} clips.\n\n{rest}"
-
-
-def print_interruption(
-    stop: Interrupted, folder: Path, engine: EngineSpec, records: list[ClipRecord], planned: int, later: list[EngineSpec],
-    run_cache: cache.Cache | None,
-) -> None:
+def print_interruption(stop: Stopped, settings: RunSettings, later: list[EngineSpec]) -> None:
     """Where the results are, and how to get the rest."""
-    stem = file_stem(engine.name)
-    lines = [f"interrupted by {stop.name} during {engine.name}, after {len(records)} of {planned} clips"]
-    if records:
+    engine, stem = stop.engine, file_stem(stop.engine.name)
+    lines = [f"interrupted by {stop.signal.name} during {engine.name}, after {stop.done} of {stop.planned} clips"]
+    if stop.done:
         lines.append(f"{stem}.clips.jsonl holds every clip done; {stem}.json summarises them, marked \"interrupted\"")
-    lines.append(f"results so far in {folder}/ (report.md covers the engines that ran)")
-    if run_cache is not None:
+    lines.append(f"results so far in {settings.writer.folder}/ (report.md covers the engines that ran)")
+    if settings.cache is not None:
         lines.append("to resume, run the same command again: every clip done comes from the cache")
     else:
         missing = [engine, *later]

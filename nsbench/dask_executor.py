@@ -25,15 +25,30 @@ import contextlib
 import signal
 import sys
 import uuid
+from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from nsbench.runner import EngineHolder, EngineRun, Outcome, in_process, run_clip, sources_pickle
 from nsbench.types import ClipRecord, ClipSource, EngineSpec, UserError
 
 CONNECT_TIMEOUT = "5s"
 LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"
 
-# Engines built on this worker, by run token: (holder, run).
-_holders: dict[str, Any] = {}
+# Engines built on this worker, by run token.
+_holders: dict[str, EngineHolder] = {}
+
+
+@dataclass(frozen=True)
+class DaskExecutor:
+    """The clips as tasks on a connected Dask client (nsbench.runner.Executor)."""
+
+    client: Any
+
+    def run(self, run: EngineRun, sources: Sequence[ClipSource], holder: EngineHolder) -> Iterator[Outcome]:
+        if not sources_pickle(sources, holder.notes):
+            return in_process(run, sources, holder)
+        holder.discard()  # the workers build their own
+        return run_on_dask(self.client, run, sources, holder.notes)
 
 
 @contextlib.contextmanager
@@ -149,11 +164,9 @@ def send_local_plugins_by_value() -> None:
             cloudpickle.register_pickle_by_value(module)
 
 
-def run_on_dask(client: Any, run: Any, sources: Sequence[ClipSource], notes: list[str]) -> Iterator[Any]:
+def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], notes: list[str]) -> Iterator[Outcome]:
     """The clips' outcomes, in clip order."""
     from distributed import KilledWorker
-
-    from nsbench.runner import Outcome
 
     token = uuid.uuid4().hex
     futures = client.map(work_on_worker, sources, token=token, run=run, pure=False)
@@ -176,9 +189,7 @@ def run_on_dask(client: Any, run: Any, sources: Sequence[ClipSource], notes: lis
             client.run(close_on_worker, token)
 
 
-def work_on_worker(source: ClipSource, token: str, run: Any) -> tuple[Any, list[str]]:
-    from nsbench.runner import EngineHolder, run_clip
-
+def work_on_worker(source: ClipSource, token: str, run: EngineRun) -> tuple[Outcome, list[str]]:
     if token not in _holders:
         _holders[token] = EngineHolder(run.spec, run.options)
     holder = _holders[token]
@@ -191,7 +202,7 @@ def close_on_worker(token: str) -> None:
         holder.discard()
 
 
-def killed(run: Any, source: ClipSource, error: Exception) -> ClipRecord:
+def killed(run: EngineRun, source: ClipSource, error: Exception) -> ClipRecord:
     return run.record_for(
         source,
         f"the Dask workers running this clip died, twice or more ({error}): a crash in the engine's native code, "

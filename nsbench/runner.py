@@ -8,19 +8,11 @@ file I/O: it yields records and output audio, and the caller writes them.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import multiprocessing
-import multiprocessing.util
-import os
 import pickle
-import signal
 import sys
-import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 import psutil
@@ -29,7 +21,6 @@ from threadpoolctl import ThreadpoolController
 from nsbench import checks
 from nsbench.audio import fit_length, resample
 from nsbench.cache import Cache, CachedOutput, Identity
-from nsbench.external import PrivateFolder
 from nsbench.reference import ReferenceAudio, ReferenceFeatures, reference_key
 from nsbench.types import (
     Clip,
@@ -134,17 +125,35 @@ class EngineHolder:
             engine.close()
 
 
+class Executor(Protocol):
+    """Where an engine's clips run: nsbench.executors (a pool of worker
+    processes) and nsbench.dask_executor (a Dask cluster) implement it; the
+    run loop itself runs them in this process. Chosen in one place,
+    nsbench.executors.executor_for.
+
+    ``run`` yields one Outcome per source, in order. It receives the holder
+    of the engine the parent built (which proved the engine starts and
+    measured what it measures): in-process it may use it; a strategy whose
+    workers build their own engines discards it first, and adds what the
+    workers noted to ``holder.notes``."""
+
+    def run(self, run: EngineRun, sources: Sequence[ClipSource], holder: EngineHolder) -> Iterator[Outcome]: ...
+
+
+def in_process(run: EngineRun, sources: Sequence[ClipSource], holder: EngineHolder) -> Iterator[Outcome]:
+    return (run_clip(holder, source, run) for source in sources)
+
+
 def run_engine(
     spec: EngineSpec,
     options: Mapping[str, Any],
     sources: Sequence[ClipSource],
     metrics: Sequence[MetricSpec],
     engine_notes: list[str] | None = None,
-    jobs: int = 1,
+    *,
+    executor: Executor | None = None,
     cache: Cache | None = None,
     identity: Identity | None = None,
-    dask_client: Any = None,
-    *,
     lag_compensation: float = 0.0,
     voice_drop_db: float = checks.VOICE_DROP_DB,
 ) -> Iterator[Outcome]:
@@ -153,16 +162,13 @@ def run_engine(
     UserError before the first clip (the caller reports it and moves on).
     The engine's own notes (``engine.notes``) are added to ``engine_notes``.
 
-    With ``jobs`` > 1, clips go to that many worker processes, each building
-    the engine once; records come back in clip order, so the results equal a
+    The ``executor`` runs the clips (default: here, one after the other);
+    records come back in clip order whatever it is, so the results equal a
     serial run's (only the timings differ).
 
     With a ``cache`` (and the run's ``identity``), clips whose output and
     scores are all stored come from it first, and the engine is built only if
-    some clip still needs it; what is computed is stored as it comes.
-
-    With a ``dask_client`` (nsbench.dask_executor), the clips run as tasks on
-    its cluster, again in clip order."""
+    some clip still needs it; what is computed is stored as it comes."""
     run = EngineRun(spec, options, metrics, cache if identity else None, identity, lag_compensation, voice_drop_db)
     stored = complete_in_cache(run, sources)
     missing = [source for index, source in enumerate(sources) if index not in stored]
@@ -177,18 +183,7 @@ def run_engine(
             raise
         except ENGINE_FAULTS as error:
             raise UserError(f"engine '{spec.name}' could not start: {type(error).__name__}: {error}") from error
-        if dask_client is not None and sources_pickle(missing, holder.notes):
-            from nsbench.dask_executor import run_on_dask
-
-            holder.discard()
-            computed = run_on_dask(dask_client, run, missing, holder.notes)
-        elif jobs > 1 and len(missing) > 1 and parallel_possible(missing, holder.notes):
-            # The parent's build checked that the engine starts (and measured
-            # what it measures); the workers build their own.
-            holder.discard()
-            computed = run_in_workers(run, missing, jobs, holder.notes)
-        else:
-            computed = (run_clip(holder, source, run) for source in missing)
+        computed = (executor.run if executor else in_process)(run, missing, holder)
         yield from in_clip_order(stored, computed, len(sources))
     finally:
         holder.discard()
@@ -220,15 +215,6 @@ def in_clip_order(stored: Mapping[int, Outcome], computed: Iterator[Outcome], co
         computed.close()  # stops the workers now if the consumer stopped early
 
 
-def parallel_possible(sources: Sequence[ClipSource], notes: list[str]) -> bool:
-    """Worker processes need fork (engine factories need not pickle) and clip
-    sources that pickle; otherwise the run is serial, and says so."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        notes.append("ran serially: this platform cannot fork worker processes")
-        return False
-    return sources_pickle(sources, notes)
-
-
 def sources_pickle(sources: Sequence[ClipSource], notes: list[str]) -> bool:
     try:
         pickle.dumps(sources[0])
@@ -236,128 +222,6 @@ def sources_pickle(sources: Sequence[ClipSource], notes: list[str]) -> bool:
         notes.append(f"ran serially: the dataset's clips cannot be sent to worker processes ({error})")
         return False
     return True
-
-
-# One engine per worker process, built by the pool's initializer.
-_worker: tuple[EngineHolder, EngineRun] | None = None
-
-
-def start_worker(run: EngineRun, scratch: str) -> None:
-    global _worker
-    # Its own process group: the parent ends a worker and every program it
-    # runs with one killpg, and a Ctrl-C at the terminal reaches only the
-    # parent, which decides. The parent's signal handlers, inherited by fork,
-    # are not the worker's: SIGTERM ends it at once, whichever of its threads
-    # (BLAS, onnxruntime) the signal lands on.
-    os.setpgid(0, 0)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    # Temporary files of the engine and of its programs go where the parent
-    # removes them, however the worker ends.
-    tempfile.tempdir = os.environ["TMPDIR"] = scratch
-    holder = EngineHolder(run.spec, run.options)
-    # Runs when the worker exits normally, so subprocesses and temporary
-    # folders of the worker's engine are cleaned up like the serial ones.
-    multiprocessing.util.Finalize(holder, holder.discard, exitpriority=10)
-    _worker = (holder, run)
-
-
-def work_on(source: ClipSource) -> tuple[Outcome, list[str]]:
-    assert _worker is not None, "start_worker did not run"
-    holder, run = _worker
-    return run_clip(holder, source, run), holder.all_notes()
-
-
-class WorkerDied(Exception):
-    """A worker process ended abruptly (a crash in an engine's native code, the
-    kernel's OOM killer); the message says how."""
-
-
-def run_in_workers(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes: list[str]) -> Iterator[Outcome]:
-    """Clips in clip order. A worker that dies breaks the pool, and which of
-    the clips in progress killed it is unknown: the first clip not returned
-    runs again alone, in a fresh worker, and fails if that one dies too; then
-    fresh workers take the rest."""
-    done = 0
-    while done < len(sources):
-        try:
-            for outcome in run_in_pool(run, sources[done:], jobs, notes):
-                done += 1
-                yield outcome
-        except WorkerDied:
-            source = sources[done]
-            try:
-                yield from run_in_pool(run, [source], 1, notes)
-            except WorkerDied as died:
-                yield Outcome(died_on(run, source, str(died)), None, 0)
-            done += 1
-
-
-def import_metric_packages(run: EngineRun) -> None:
-    """The packages the metrics load when they first score (pystoi pulls in
-    scipy.signal and scipy.stats: 1-2 s), loaded here before the fork: every
-    worker of every engine inherits them, rather than each importing its own."""
-    for metric in run.metrics:
-        for module in metric.requires:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(module)
-
-
-def run_in_pool(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes: list[str]) -> Iterator[Outcome]:
-    import_metric_packages(run)
-    context = multiprocessing.get_context("fork")
-    scratch = PrivateFolder("nsbench-workers-")
-    initargs = (run, str(scratch.path))
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=start_worker, initargs=initargs)
-    try:
-        # Not pool.map: on an interrupt it cancels what is queued, and the pool,
-        # seeing its workers killed, then fails on those (InvalidStateError).
-        futures = [pool.submit(work_on, source) for source in sources]
-        for future in futures:
-            outcome, worker_notes = future.result()
-            notes.extend(note for note in worker_notes if note not in notes)
-            yield outcome
-    except BrokenProcessPool as error:
-        # The pool SIGTERMs the other workers; the programs they ran go too.
-        workers = end_workers(pool)
-        pool.shutdown(wait=True)  # the exit codes are known after
-        raise WorkerDied(how_it_died(workers)) from error
-    except BaseException:  # an interrupt, the consumer stopping early, or a bug
-        # Now, rather than after every clip handed out, as the pool's own
-        # shutdown would: the pool sees its workers die and fails the rest.
-        end_workers(pool)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        scratch.close()
-
-
-def end_workers(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BaseProcess]:
-    """Kills each worker and every program it runs (its process group), at
-    once; their temporary files are in the scratch folder the parent removes.
-    Returns the workers."""
-    workers = list((pool._processes or {}).values())  # no public API reaches them
-    for worker in workers:
-        for kill in (os.killpg, os.kill):  # os.kill too: a worker not yet in its own group
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill(worker.pid, signal.SIGKILL)
-    return workers
-
-
-def how_it_died(workers: list[multiprocessing.process.BaseProcess]) -> str:
-    """Exact for a pool of one, as a clip's second try runs."""
-    codes = [worker.exitcode for worker in workers if worker.exitcode]
-    if not codes:
-        return "no exit code"
-    return f"signal {-codes[0]}, {signal.Signals(-codes[0]).name}" if codes[0] < 0 else f"exit code {codes[0]}"
-
-
-def died_on(run: EngineRun, source: ClipSource, how: str) -> ClipRecord:
-    return run.record_for(
-        source,
-        f"the worker process running this clip died ({how}): a crash in the engine's native code, "
-        "or the system killed it; fresh workers took the next clips",
-    )
 
 
 def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcome:

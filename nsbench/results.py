@@ -1,6 +1,11 @@
-"""What a run writes beyond each engine's JSON and report.md: the paired
-comparisons with the baselines, the listening grid, plots, report.html and
-the regression gate.
+"""The results writer: the one owner of every file a run writes.
+
+Under ``results/<dataset>/``: each engine's ``.clips.jsonl`` (a line per clip
+as it comes, so an interrupt keeps every clip done), its ``<engine>.json``
+(written once, at the end, with the paired comparisons with the baselines),
+``comparison.json`` and the regression gate, the plots, ``report.html`` and
+its listening grid, and ``report.md``; and each output in
+``--output-folder``. The run loop hands it records; it decides where they go.
 
 Listening grid: the clips worth hearing are known only once every engine has
 run, and the run loop yields each output once. So every output is written as
@@ -23,9 +28,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench import checks, compare, highlights, listening_grid
+from nsbench import checks, compare, conditions, highlights, listening_grid
 from nsbench.audio import write_audio
-from nsbench.report import file_stem, headline_higher_is_better, write_json
+from nsbench.config import RunConfig
+from nsbench.report import ClipLog, file_stem, headline_higher_is_better, report_markdown, write_json
 from nsbench.summary import compare_with_baselines, compared_metrics
 from nsbench.types import ClipRecord, ClipSource, DatasetSpec, MetricSpec
 
@@ -47,42 +53,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-html", action="store_true", help="do not write report.html and its audio")
 
 
-class RunExtras:
-    def __init__(self, args: argparse.Namespace, folder: Path, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
-                 baselines: Sequence[str] = ()):
-        self.args, self.folder, self.dataset, self.metrics, self.baselines = args, folder, dataset, metrics, baselines
+class ResultsWriter:
+    def __init__(self, config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
+                 baselines: Sequence[str] = (), conditions: Sequence[str] = ()):
+        self.config, self.dataset, self.metrics, self.baselines = config, dataset, metrics, baselines
+        self.conditions = conditions  # --condition's, "none" first; empty without
+        self.folder = config.results_folder / dataset.name
         self.sources = {source.clip_id: source for source in sources}
-        self.tolerances = compare.parse_tolerances(args.compare_tolerance)
+        self.tolerances = compare.parse_tolerances(list(config.compare_tolerance))
         # Read before the run: the stored results may be the very files this run rewrites.
-        self.stored = compare.load_stored(args.compare, dataset.name) if args.compare else None
+        self.stored = compare.load_stored(config.compare, dataset.name) if config.compare else None
         self.records: dict[str, list[ClipRecord]] = {}
         self.spill: Path | None = None
-        if not args.no_html and not args.output_folder:
+        if config.html and not config.output_folder:
             self.spill = Path(tempfile.mkdtemp(prefix="nsbench-outputs-"))
             weakref.finalize(self, shutil.rmtree, self.spill, True)
 
-    @property
-    def keeps_outputs(self) -> bool:
-        """Whether the run writes its outputs anywhere (keep_output)."""
-        return bool(self.args.output_folder or self.spill)
+    # --------------------------------------------------------------- as the run goes
+
+    def clip_log(self, engine: str) -> ClipLog:
+        return ClipLog(self.folder / f"{file_stem(engine)}.clips.jsonl")
+
+    def add(self, log: ClipLog, engine: str, record: ClipRecord, output: np.ndarray | None, sample_rate: int) -> None:
+        """A clip's line, and its output where outputs are kept (--output-folder, or report.html's grid)."""
+        log.add(record)
+        if not record.failed:
+            self.keep_output(engine, record.run_id, output, sample_rate)
 
     def keep_output(self, engine: str, run: str, audio: np.ndarray, rate: int) -> None:
         """Each output as it comes: whole and float in --output-folder, else a 16-bit excerpt for the grid."""
-        if self.args.output_folder:
-            write_audio(Path(self.args.output_folder) / file_stem(engine) / f"{run}.wav", audio, rate)
+        if self.config.output_folder:
+            write_audio(Path(self.config.output_folder) / file_stem(engine) / f"{run}.wav", audio, rate)
         elif self.spill:
             listening_grid.listening_copy(audio, rate, self.spill / file_stem(engine) / f"{run}.wav")
 
     def kept_output(self, engine: str, run: str) -> tuple[np.ndarray, int] | None:
-        folder = Path(self.args.output_folder) if self.args.output_folder else self.spill
+        folder = Path(self.config.output_folder) if self.config.output_folder else self.spill
         return listening_grid.read_excerpt(folder / file_stem(engine) / f"{run}.wav") if folder else None
 
-    def after_engine(self, result: dict[str, Any], records: list[ClipRecord]) -> None:
+    def engine_done(self, result: dict[str, Any], records: list[ClipRecord]) -> None:
         """Keeps the records for the comparisons and the grid; without report.html,
         report.md links the worst clips in the user's --output-folder."""
         self.records[result["engine"]] = records
-        if self.args.no_html and self.args.output_folder:
-            outputs = Path(self.args.output_folder) / file_stem(result["engine"])
+        if not self.config.html and self.config.output_folder:
+            outputs = Path(self.config.output_folder) / file_stem(result["engine"])
             for pick in result["worst_clips"] + result["typical_clips"]:
                 if (outputs / f"{pick['run']}.wav").is_file():
                     pick["audio"] = os.path.relpath(outputs / f"{pick['run']}.wav", self.folder)
@@ -106,22 +120,40 @@ class RunExtras:
                     pick["audio"], pick["input_audio"], pick["clean_audio"] = paths[(result["engine"], pick["run"])]
         return grid
 
-    def finish(self, results: list[dict[str, Any]]) -> tuple[list[str], int]:
-        """Comparisons into each JSON, plots, report.html, the regression gate.
-        Returns report.md's extra sections and the exit code."""
-        grid = None if self.args.no_html else self.listening(results)
+    # --------------------------------------------------------------- at the end
+
+    def finish(self, results: list[dict[str, Any]], not_run: Mapping[str, str], interruption: str = "") -> tuple[str, int]:
+        """Every engine's JSON (once, with its comparisons and its grid
+        audio), the plots, the regression gate, report.html and report.md
+        (``interruption``: a paragraph saying it is incomplete). Returns
+        report.md's text and the exit code."""
+        grid = self.listening(results) if self.config.html else None
         self.add_comparisons(results)
+        for result in results:
+            write_json(self.folder / f"{file_stem(result['engine'])}.json", result)
+        sections, code = self.extras(results, grid)
+        top, by_condition = conditions.report_parts(results) if self.conditions else ([], [])
+        report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
+                                 self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top)
+        if interruption:
+            title, _, rest = report.partition("\n\n")
+            report = f"{title}\n\n{interruption}\n\n{rest}"
+        (self.folder / "report.md").write_text(report)
+        return report, code
+
+    def extras(self, results: list[dict[str, Any]], grid: listening_grid.Grid | None) -> tuple[list[str], int]:
+        """Plots, the comparison with --compare, report.html: report.md's extra sections and the exit code."""
         sections, code, regression = [], 0, None
-        plots = [] if self.args.no_plots else self.plots(results)
+        plots = self.plots(results) if self.config.plots else []
         if plots:
             sections.append("## Plots\n\n" + "\n\n".join(f"![{name}]({name})" for name in plots))
         if self.stored is not None:
             comparison = compare.compare_results(results, self.stored, self.tolerances)
-            write_json(self.folder / "comparison.json", {"compared_with": self.args.compare, **comparison})
-            sections.append(compare.comparison_markdown(comparison, self.args.compare))
+            write_json(self.folder / "comparison.json", {"compared_with": self.config.compare, **comparison})
+            sections.append(compare.comparison_markdown(comparison, self.config.compare))
             regression = comparison
             if comparison["regressions"]:
-                print(f"nsbench: {comparison['regressions']} values worse than {self.args.compare} beyond tolerance", file=sys.stderr)
+                print(f"nsbench: {comparison['regressions']} values worse than {self.config.compare} beyond tolerance", file=sys.stderr)
                 code = compare.EXIT_REGRESSION
         if grid is not None:
             self.html(results, plots, regression, grid)
@@ -132,7 +164,6 @@ class RunExtras:
         comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
         for result in results:
             result["comparisons"] = comparisons.get(result["engine"], {})
-            write_json(self.folder / f"{file_stem(result['engine'])}.json", result)
 
     def plots(self, results: list[dict[str, Any]]) -> list[str]:
         from nsbench.plots import write_plots  # matplotlib only when plots are drawn
