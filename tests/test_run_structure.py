@@ -1,0 +1,94 @@
+"""The run loop's structure: no import circle between the run loop and its
+executors, the flags parsed once into a frozen record, engines given only
+their own options, and one writer that writes each result file once."""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import nsbench
+from nsbench import cache, results
+from nsbench.cli import main
+from nsbench.config import RunConfig
+
+NSBENCH = Path(nsbench.__file__).parent
+
+
+def imports_of(module: str) -> set[str]:
+    return set(cache.imported_modules(str(NSBENCH / f"{module}.py"), f"nsbench.{module}"))
+
+
+def test_the_run_loop_imports_no_execution_strategy():
+    assert not imports_of("runner") & {"nsbench.executors", "nsbench.dask_executor", "nsbench.cli"}
+    assert "nsbench.executors" not in imports_of("dask_executor")
+    assert "nsbench.runner" in imports_of("executors") and "nsbench.runner" in imports_of("dask_executor")
+
+
+class TwoPlugins:
+    """Two engines from two plugins, each with a flag; each factory keeps what it received."""
+
+    received: dict[str, dict] = {}
+
+    class Gain(nsbench.Engine):
+        def process(self, audio):
+            return 0.5 * audio
+
+    class First:
+        @nsbench.hookimpl
+        def add_arguments(self, parser):
+            parser.add_argument("--first-level", type=float, default=1.0)
+
+        @nsbench.hookimpl
+        def register_engines(self, register):
+            register(nsbench.EngineSpec(name="first", factory=lambda o: TwoPlugins.keep("first", o), description="",
+                                        sample_rate=16000, delay=0))
+
+    class Second:
+        @nsbench.hookimpl
+        def add_arguments(self, parser):
+            parser.add_argument("--second-level", type=float, default=2.0)
+
+        @nsbench.hookimpl
+        def register_engines(self, register):
+            register(nsbench.EngineSpec(name="second", factory=lambda o: TwoPlugins.keep("second", o), description="",
+                                        sample_rate=16000, delay=0, seeded=True))
+
+    @staticmethod
+    def keep(name, options):
+        TwoPlugins.received[name] = dict(options)
+        return TwoPlugins.Gain()
+
+
+def test_an_engine_receives_only_its_plugins_flags_and_the_seed(tmp_path, monkeypatch):
+    import nsbench.cli
+    from nsbench import plugins
+
+    def with_both(local, **kwargs):
+        manager = plugins.get_plugin_manager(local, **kwargs)
+        manager.register(TwoPlugins.First())
+        manager.register(TwoPlugins.Second())
+        return manager
+
+    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_both)
+    written = Counter()
+    real_write = results.write_json
+    monkeypatch.setattr(results, "write_json", lambda path, payload: (written.update([Path(path).name]), real_write(path, payload)))
+    argv = ["--engine", "first", "--engine", "second", "--first-level", "3", "--seeds", "4", "--limit", "2", "--jobs", "1",
+            "--no-cache", "--quiet", "--no-plots", "--no-html", "--results-folder", str(tmp_path)]
+    assert main(argv) == 0
+    assert TwoPlugins.received["first"] == {"first_level": 3.0, "seed": None}
+    assert TwoPlugins.received["second"] == {"second_level": 2.0, "seed": 4}
+    # One writer, each result file once (it was twice: after each engine, then with the comparisons).
+    assert written == Counter({"passthrough.json": 1, "first.json": 1, "second.json": 1})
+
+
+def test_the_run_configuration_is_frozen():
+    config = RunConfig(plugin_options={"p": {"x": 1}})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.jobs = 4
+    options = config.engine_options("p")
+    options["x"] = 2  # a copy: an engine cannot change what the next one receives
+    assert config.engine_options("p") == {"x": 1}
