@@ -41,7 +41,9 @@ EXIT_USER_ERROR = 2
 
 def build_parser(manager) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="benchmark.py", description="Compare noise-suppression engines on a test set."
+        # "nsbench" when installed, "benchmark.py" from the checkout: the name the user typed.
+        prog=Path(sys.argv[0]).name if sys.argv[0].endswith("benchmark.py") else "nsbench",
+        description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME.",
     )
     parser.add_argument("--engine", action="append", default=[], help="engine to run (repeatable); default: all available")
     parser.add_argument("--dataset", default="demo", help="dataset to run on (default: demo, generated locally)")

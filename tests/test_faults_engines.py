@@ -129,7 +129,7 @@ def test_an_engine_that_cannot_prepare_fails_that_clip_and_is_rebuilt():
         builds = 0
 
         def __init__(self):
-            super().__init__(16000)
+            super().__init__()
             Fragile.builds += 1
             self.broken = Fragile.builds == 1
 
@@ -147,7 +147,7 @@ def test_an_engine_that_cannot_be_rebuilt_fails_each_clip_with_the_reason():
         builds = 0
 
         def __init__(self):
-            super().__init__(16000)
+            super().__init__()
             Once.builds += 1
             if Once.builds > 1:
                 raise OSError("GPU lost")
