@@ -12,7 +12,9 @@ Each entry's key is a sha256 of everything its value depends on:
 
 "Code" is a module's source file and those of every module it imports from
 nsbench or from its own package, transitively (read from its import
-statements, functions' own imports included): a change to the SI-SDR maths
+statements at module level: a function's own import is lazy on purpose, for
+a heavy or optional package or to break a circle, and following those would
+key an engine's outputs on the report code): a change to the SI-SDR maths
 (``nsbench/sdr.py``) gives the SI-SDR metrics and the output checks new keys.
 
 An entry is one file, written whole under a temporary name and renamed into
@@ -34,7 +36,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -123,13 +125,14 @@ def source_file(module_name: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def imported_modules(path: str, module_name: str) -> tuple[str, ...]:
-    """The modules a source file imports, anywhere in it (a function's own
-    imports too); ``from package import name`` counts as the submodule where
-    ``name`` is one, else as the package."""
+    """The modules a source file imports when it is imported (module level,
+    class bodies and conditional blocks; not inside functions); ``from
+    package import name`` counts as the submodule where ``name`` is one,
+    else as the package."""
     tree = ast.parse(Path(path).read_text(), filename=path)
     package = module_name if path.endswith("__init__.py") else module_name.rpartition(".")[0]
     names: list[str] = []
-    for node in ast.walk(tree):
+    for node in import_time_nodes(tree):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -189,6 +192,14 @@ def engine_identity(name: str, version: str, factory: Any, fingerprint: str, opt
         f"nsbench-cache-v{FORMAT_VERSION}", name, version, code_digest(factory), fingerprint,
         json_text(options), nsbench_digest(HARNESS_SOURCES),
     )
+
+
+def import_time_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes run when a module is imported: function bodies are skipped."""
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield child
+            yield from import_time_nodes(child)
 
 
 def metric_identity(name: str, version: str, func: Any, fingerprint: str = "") -> str:

@@ -22,8 +22,8 @@ from conftest import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 # What the wheel is built from (copied: building in place would leave build/ in the checkout).
-SOURCES = ("pyproject.toml", "README.md", "nsbench", "engines", "datasets", "metrics")
-MAPPED = {"engines": "nsbench/builtin/engines", "datasets": "nsbench/builtin/datasets", "metrics": "nsbench/builtin/metrics"}
+SOURCES = ("pyproject.toml", "README.md", "nsbench", "engines", "datasets", "metrics", "conditions")
+MAPPED = {folder: f"nsbench/builtin/{folder}" for folder in ("engines", "datasets", "metrics", "conditions")}
 DATA_SUFFIXES = (".flac", ".tsv", ".md")
 
 
@@ -138,3 +138,9 @@ def test_wheel_and_new_plugin_skeleton_work_with_no_checkout(tmp_path):
     assert result["engine_info"]["origin"] == "entry point (nsbench-my-gate)"
     now = time.perf_counter()
     print(f"wheel {wheel.stat().st_size} bytes; new-plugin to a first result {now - scaffolded:.1f} s; whole test {now - started:.1f} s")
+
+
+def test_every_builtin_folder_is_mapped_into_the_package():
+    from nsbench.builtin import BUILTIN_MODULES
+
+    assert set(BUILTIN_MODULES) == set(MAPPED)
