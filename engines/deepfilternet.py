@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from nsbench.frames import FrameStream
 from nsbench.hookspecs import hookimpl
 from nsbench.types import Engine, EngineSpec
 
@@ -78,6 +79,20 @@ class DeepFilterNet(Engine):
         finally:
             self.library.df_free(state)
         return out[:length]
+
+    def stream(self) -> FrameStream:
+        """The prepared state, fed hops of float32 as blocks complete them;
+        the stream frees it when closed."""
+        self.prepare()
+        state, self._state = self._state, None
+
+        def process_hop(hop: np.ndarray) -> np.ndarray:
+            hop = np.ascontiguousarray(hop, dtype=np.float32)
+            out = np.empty_like(hop)
+            self.library.df_process_frame(state, hop.ctypes.data_as(_float_pointer), out.ctypes.data_as(_float_pointer))
+            return out
+
+        return FrameStream(self.hop, process_hop, pcm16=False, on_close=lambda: self.library.df_free(state))
 
     def close(self) -> None:
         state, self._state = self._state, None

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.frames import process_in_frames
+from nsbench.frames import FrameStream, process_in_frames
 from nsbench.hookspecs import hookimpl
 from nsbench.types import MEASURED, Engine, EngineSpec, UserError
 
@@ -42,6 +42,10 @@ class Koala(Engine):
     def process(self, audio: np.ndarray) -> np.ndarray:
         self.handle.reset()  # each clip starts from a fresh state
         return process_in_frames(audio, self.frame_length, lambda frame: self.handle.process(frame.tolist()))
+
+    def stream(self) -> FrameStream:
+        self.handle.reset()
+        return FrameStream(self.frame_length, lambda frame: self.handle.process(frame.tolist()))
 
     def close(self) -> None:
         handle, self.handle = self.handle, None

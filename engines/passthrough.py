@@ -10,9 +10,23 @@ from nsbench.hookspecs import hookimpl
 from nsbench.types import Engine, EngineSpec
 
 
+class PassthroughStream:
+    """Each block straight back: with --block-size, what the harness's own
+    per-block work costs (bench/bench_streaming.py)."""
+
+    def process(self, block: np.ndarray) -> np.ndarray:
+        return np.array(block, dtype=np.float32)
+
+    def flush(self) -> np.ndarray:
+        return np.zeros(0, dtype=np.float32)
+
+
 class Passthrough(Engine):
     def process(self, audio: np.ndarray) -> np.ndarray:
         return audio.copy()
+
+    def stream(self) -> PassthroughStream:
+        return PassthroughStream()
 
 
 def build(options: Mapping[str, Any]) -> Passthrough:

@@ -9,7 +9,9 @@ carrying blocks of any size, with a fresh RNNoise state per clip), rather than
 paying Python's start-up per clip. ``--rnnoise-demo-path`` runs a user-built
 xiph ``rnnoise_demo`` instead, once per clip, as Picovoice's benchmark does.
 A served program that dies or hangs fails its clip with the reason; the next
-clip starts a fresh one.
+clip starts a fresh one. With ``--block-size`` the served program is fed the
+clip block by block (``stream``, nsbench.streaming); a user's program reads
+whole files and cannot stream.
 
 The demo drops the first frame's output and a trailing partial frame, so each
 clip is padded with one frame of zeros in front and whole frames behind, and
@@ -120,6 +122,11 @@ class RNNoiseDemo(Engine):
         if len(raw) % 2:
             raise ClipError(f"{self.label} wrote {len(raw)} bytes, an odd number: not 16-bit samples")
         return np.frombuffer(raw, dtype="<i2")
+
+    def stream(self) -> ServedStream | None:
+        """Blocks through the served program; None with --rnnoise-demo-path
+        (xiph's rnnoise_demo reads whole files)."""
+        return ServedStream(self.server, self.label, self.timeout) if self.server else None
 
     def helper_pids(self) -> list[int]:
         """The served program, whose CPU time is this engine's (nsbench.runner)."""
@@ -267,6 +274,50 @@ class ServedProgram:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=2)
         self.stop()
+
+
+class ServedStream:
+    """The served program fed one clip block by block (--block-size): the
+    first block carries the frame of zeros the demo does not write, the flush
+    the zeros to whole frames that the whole-clip run appends, so the samples
+    are the whole-clip run's. A program that fails fails the clip, and the
+    next clip starts a fresh one, as in ``ServedProgram.denoise``."""
+
+    def __init__(self, server: ServedProgram, label: str, timeout: float):
+        self.server, self.label = server, label
+        self.deadline = time.monotonic() + timeout
+        self.fed = self.returned = 0
+        self.lead: np.ndarray | None = np.zeros(FRAME, "<i2")
+        self.call(b"N", b"")
+
+    def process(self, block: np.ndarray) -> np.ndarray:
+        pcm = to_int16(block).astype("<i2")
+        if self.lead is not None:
+            pcm, self.lead = np.concatenate([self.lead, pcm]), None
+        self.fed += len(block)
+        return self.kept(self.call(b"A", pcm.tobytes()))
+
+    def flush(self) -> np.ndarray:
+        tail = np.zeros(-(self.fed + FRAME) % FRAME + FRAME, "<i2")
+        written = np.concatenate([self.call(b"A", tail.tobytes()), self.call(b"F", b"")])
+        if self.returned + len(written) < self.fed:
+            raise ClipError(f"{self.label} wrote {self.returned + len(written)} samples for {self.fed} in")
+        return self.kept(written)
+
+    def kept(self, written: np.ndarray) -> np.ndarray:
+        """What was written, up to as many samples as were fed (the rest is padding's)."""
+        keep = written[: self.fed - self.returned]
+        self.returned += len(keep)
+        return from_int16(keep)
+
+    def call(self, kind: bytes, payload: bytes) -> np.ndarray:
+        try:
+            if self.server.process is None or self.server.process.poll() is not None:
+                self.server.start()
+            return np.frombuffer(self.server.request(kind, payload, self.deadline), dtype="<i2")
+        except ProgramFailed as error:
+            self.server.stop()
+            raise ClipError(f"{self.label} {error}; the next clip starts a fresh program") from error
 
 
 # program_identity(argv) -> (delay, note)

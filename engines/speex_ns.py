@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.frames import BYTES_PER_SAMPLE, process_bytes_in_frames
+from nsbench.frames import BYTES_PER_SAMPLE, FrameStream, bytes_frames, process_bytes_in_frames
 from nsbench.hookspecs import hookimpl
 from nsbench.types import Engine, EngineSpec
 
@@ -48,6 +48,9 @@ class SpeexNoiseSuppression(Engine):
 
     def process(self, audio: np.ndarray) -> np.ndarray:
         return process_bytes_in_frames(audio, FRAME_LENGTH, self.frame_processor())
+
+    def stream(self) -> FrameStream:
+        return FrameStream(FRAME_LENGTH, bytes_frames(self.frame_processor()))
 
 
 def build(options: Mapping[str, Any]) -> SpeexNoiseSuppression:

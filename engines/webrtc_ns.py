@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.frames import process_bytes_in_frames
+from nsbench.frames import FrameStream, bytes_frames, process_bytes_in_frames
 from nsbench.hookspecs import hookimpl
 from nsbench.types import MEASURED, Engine, EngineSpec
 
@@ -46,6 +46,11 @@ class WebRtcNoiseSuppression(Engine):
         # A fresh processor per clip: its noise estimate must not carry over.
         processor = self.make_processor(AUTO_GAIN_OFF, self.level)
         return process_bytes_in_frames(audio, FRAME_LENGTH, lambda frame: processor.Process10ms(frame).audio)
+
+    def stream(self) -> FrameStream:
+        """The same fresh processor, fed 10 ms frames as blocks complete them."""
+        processor = self.make_processor(AUTO_GAIN_OFF, self.level)
+        return FrameStream(FRAME_LENGTH, bytes_frames(lambda frame: processor.Process10ms(frame).audio))
 
 
 def build(options: Mapping[str, Any]) -> WebRtcNoiseSuppression:

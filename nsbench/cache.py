@@ -218,6 +218,7 @@ class CachedOutput:
     cpu_seconds: float
     wall_seconds: float
     delay: str
+    streaming: dict[str, Any] | None = None  # a streamed output's block times (nsbench.streaming)
 
 
 class Cache:
@@ -263,11 +264,13 @@ class Cache:
         except ValueError as error:
             self._drop(key, "output", f"its audio does not load ({error})")
             return None
-        return CachedOutput(audio, meta["cpu_seconds"], meta["wall_seconds"], meta["delay"])
+        return CachedOutput(audio, meta["cpu_seconds"], meta["wall_seconds"], meta["delay"], meta.get("streaming"))
 
     def put_output(self, key: str, output: CachedOutput) -> None:
         audio = np.ascontiguousarray(output.audio)
         meta = {"cpu_seconds": output.cpu_seconds, "wall_seconds": output.wall_seconds, "delay": output.delay}
+        if output.streaming is not None:
+            meta["streaming"] = output.streaming
         # .npy bytes, in two parts: the array is written from its own memory,
         # not copied (an hour's output is 230 MB).
         self._store(key, "output", meta, npy_header(audio), memoryview(audio).cast("B"))

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from tqdm import tqdm
 
-from nsbench import cache, conditions, provenance
+from nsbench import cache, conditions, provenance, streaming
 from nsbench.config import RunConfig
 from nsbench.results import ResultsWriter
 from nsbench.results import add_arguments as add_report_arguments
@@ -73,6 +73,7 @@ def build_parser(manager) -> argparse.ArgumentParser:
     cache.add_argument("--rerun", action="store_true", help="recompute everything, replacing what the cache holds")
     cache.add_argument("--clear-cache", action="store_true", help="empty the cache and exit (--list cache shows where and how big)")
     add_report_arguments(parser)
+    streaming.add_arguments(parser)
     # The flags so far shape the run, not an engine's output: the cache keys
     # leave them out. Plugins' flags (an engine's options) go in.
     parser.set_defaults(harness_options=frozenset(action.dest for action in parser._actions))
@@ -166,6 +167,7 @@ class RunSettings:
     # With a cache: each metric's digest (name, version, code), the same for every engine.
     metric_identities: dict[str, str] = field(default_factory=dict)
     conditions: list[str] = field(default_factory=list)  # --condition, none first; [] without
+    blocks: streaming.Blocks | None = None  # --block-size or --block-ms
 
     def engine_options(self, engine: EngineSpec) -> dict[str, Any]:
         """What the engine's factory receives: the flags its plugin added (the
@@ -212,7 +214,8 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     names = [condition.name for condition in chosen]
     writer = ResultsWriter(config, dataset, sources, reported_values(metrics), baseline_names(registry), conditions=names)
     run_cache = cache.Cache(cache.cache_root(), read=not config.rerun) if config.use_cache else None
-    settings = RunSettings(config, registry, dataset, sources, metrics, writer, run_cache, shared, conditions=names)
+    settings = RunSettings(config, registry, dataset, sources, metrics, writer, run_cache, shared, conditions=names,
+                           blocks=streaming.blocks_from(config))
     if run_cache:
         settings.metric_identities = metric_identities(metrics, registry, metric_options)
     with executor_for(config.executor, config.jobs, config.scheduler, engines) as settings.executor:
@@ -289,6 +292,9 @@ def summarise_engine(
     info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes, settings.baselines)
     if settings.conditions:  # the engine's gain under each condition (the passthrough's: the input's score)
         extra = {**extra, "conditions": conditions.condition_cells(records, reported_values(settings.metrics), settings.conditions)}
+    streamed = streaming.engine_summary(records)
+    if streamed is not None:
+        extra = {**extra, "streaming": streamed}
     return engine_result(engine.name, dataset.name, summary, reported_values(settings.metrics), {**extra, "engine_info": info})
 
 
@@ -352,6 +358,7 @@ def run_seed(engine: EngineSpec, settings: RunSettings, options: dict[str, Any],
     return run_engine(
         engine, options, settings.sources, settings.metrics, engine_notes, executor=settings.executor, cache=settings.cache,
         identity=identity, lag_compensation=lag_compensation, voice_drop_db=settings.config.voice_drop_db,
+        blocks=settings.blocks,
     )
 
 

@@ -43,6 +43,8 @@ class RunConfig:
     # Every flag, for dataset adapters (their own flags, the data folder, --limit).
     dataset_options: Mapping[str, Any] = field(default_factory=dict)
     argv: tuple[str, ...] = ()  # as typed, for the provenance (secrets masked there)
+    block_size: int | None = None  # --block-size (nsbench.streaming)
+    block_ms: float | None = None  # --block-ms
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, argv: list[str]) -> RunConfig:
@@ -59,6 +61,7 @@ class RunConfig:
             compare=args.compare, compare_tolerance=tuple(args.compare_tolerance), voice_drop_db=args.voice_drop_db,
             plots=not args.no_plots, html=not args.no_html, plugin_options=MappingProxyType(plugin_options),
             dataset_options=MappingProxyType(dict(flags)), argv=tuple(argv),
+            block_size=args.block_size, block_ms=args.block_ms,
         )
 
     def engine_options(self, plugin: str) -> dict[str, Any]:

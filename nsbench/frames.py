@@ -69,7 +69,61 @@ def process_bytes_in_frames(
     """``process_in_frames`` for libraries that take and return raw 16-bit PCM
     bytes (native byte order, ``2 * frame_length`` bytes per call)."""
 
-    def on_bytes(frame: np.ndarray) -> np.ndarray:
-        return np.frombuffer(process_frame(frame.tobytes()), dtype=np.int16)
+    return process_in_frames(audio, frame_length, bytes_frames(process_frame))
 
-    return process_in_frames(audio, frame_length, on_bytes)
+
+class FrameStream:
+    """``process_in_frames`` a block at a time: the stream an engine with a
+    stateful frame API offers (nsbench.streaming). Blocks of any size go in;
+    each call returns the output of every whole frame completed so far. ``flush``
+    zero-pads the last partial frame, exactly as ``process_in_frames`` pads the
+    clip's end, and returns the output of the samples still pending: fed in
+    order, the blocks give the same samples as the whole clip, to the bit.
+
+    ``pcm16``: the library takes int16 frames (converted here, sample by
+    sample, so a block boundary changes nothing); otherwise float32 frames.
+    ``on_close``: releases the library's state (called once, by ``close``).
+    """
+
+    def __init__(self, frame_length: int, process_frame: Callable[[np.ndarray], np.ndarray | Sequence[int]],
+                 pcm16: bool = True, on_close: Callable[[], None] | None = None):
+        self.frame_length = frame_length
+        self.process_frame = process_frame
+        self.dtype = np.int16 if pcm16 else np.float32
+        self.pending = np.zeros(0, dtype=self.dtype)
+        self.on_close = on_close
+
+    def process(self, block: np.ndarray) -> np.ndarray:
+        samples = to_int16(block) if self.dtype is np.int16 else np.asarray(block, dtype=np.float32)
+        self.pending = np.concatenate([self.pending, samples])
+        whole = len(self.pending) - len(self.pending) % self.frame_length
+        frames, self.pending = self.pending[:whole], self.pending[whole:]
+        return self._run(frames)
+
+    def flush(self) -> np.ndarray:
+        length = len(self.pending)
+        if length == 0:
+            return np.zeros(0, dtype=np.float32)
+        frame = np.zeros(self.frame_length, dtype=self.dtype)
+        frame[:length] = self.pending
+        self.pending = self.pending[:0]
+        return self._run(frame)[:length]
+
+    def close(self) -> None:
+        on_close, self.on_close = self.on_close, None
+        if on_close is not None:
+            on_close()
+
+    def _run(self, frames: np.ndarray) -> np.ndarray:
+        output = np.empty_like(frames)
+        for start in range(0, len(frames), self.frame_length):
+            result = np.asarray(self.process_frame(frames[start : start + self.frame_length]), dtype=self.dtype)
+            if result.shape != (self.frame_length,):
+                raise ClipError(f"engine returned {result.size} samples for a frame of {self.frame_length}")
+            output[start : start + self.frame_length] = result
+        return from_int16(output) if self.dtype is np.int16 else output
+
+
+def bytes_frames(process_frame: Callable[[bytes], bytes]) -> Callable[[np.ndarray], np.ndarray]:
+    """A raw-PCM-bytes frame function (native byte order) as one on int16 arrays."""
+    return lambda frame: np.frombuffer(process_frame(frame.tobytes()), dtype=np.int16)

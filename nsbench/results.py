@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench import checks, compare, conditions, highlights, listening_grid
+from nsbench import checks, compare, conditions, highlights, listening_grid, streaming
 from nsbench.audio import write_audio
 from nsbench.config import RunConfig
 from nsbench.report import ClipLog, file_stem, headline_higher_is_better, report_markdown, write_json
@@ -132,6 +132,12 @@ class ResultsWriter:
         for result in results:
             write_json(self.folder / f"{file_stem(result['engine'])}.json", result)
         sections, code = self.extras(results, grid)
+        blocks = streaming.blocks_from(self.config)
+        if blocks:
+            sections.insert(0, streaming.report_section(results, blocks, self.config.jobs))
+            only_whole = streaming.only_unstreamable_line(results, self.baselines, blocks)
+            if only_whole:
+                print(f"nsbench: {only_whole}", file=sys.stderr)
         top, by_condition = conditions.report_parts(results) if self.conditions else ([], [])
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
                                  self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top)

@@ -18,7 +18,7 @@ import numpy as np
 import psutil
 from threadpoolctl import ThreadpoolController
 
-from nsbench import checks
+from nsbench import checks, streaming
 from nsbench.audio import fit_length, resample
 from nsbench.cache import Cache, CachedOutput, Identity
 from nsbench.reference import ReferenceAudio, ReferenceFeatures, reference_key
@@ -76,6 +76,7 @@ class EngineRun:
     # Seconds of lag removed on top of the declared delay (--align-constant-lag's second pass).
     lag_compensation: float = 0.0
     voice_drop_db: float = checks.VOICE_DROP_DB  # --voice-drop-db, for the voice_level_drop flag
+    blocks: streaming.Blocks | None = None  # --block-size: streamable engines run block by block
 
     def record_for(self, source: ClipSource, error: str | None = None) -> ClipRecord:
         """The clip's record before it runs, or with the reason it failed."""
@@ -156,6 +157,7 @@ def run_engine(
     identity: Identity | None = None,
     lag_compensation: float = 0.0,
     voice_drop_db: float = checks.VOICE_DROP_DB,
+    blocks: streaming.Blocks | None = None,
 ) -> Iterator[Outcome]:
     """Run one engine over every clip, in order. A clip that fails is recorded
     with its reason and the loop goes on. An engine that cannot be built raises
@@ -168,8 +170,10 @@ def run_engine(
 
     With a ``cache`` (and the run's ``identity``), clips whose output and
     scores are all stored come from it first, and the engine is built only if
-    some clip still needs it; what is computed is stored as it comes."""
-    run = EngineRun(spec, options, metrics, cache if identity else None, identity, lag_compensation, voice_drop_db)
+    some clip still needs it; what is computed is stored as it comes.
+
+    With ``blocks``, engines that can stream run block by block (nsbench.streaming)."""
+    run = EngineRun(spec, options, metrics, cache if identity else None, identity, lag_compensation, voice_drop_db, blocks)
     stored = complete_in_cache(run, sources)
     missing = [source for index, source in enumerate(sources) if index not in stored]
     if not missing:
@@ -233,7 +237,10 @@ def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcom
         record.source_path = clip.source_path
         record.sample_rate = clip.sample_rate
         key = run.identity.output_key(clip) if run.cache else ""
-        output = produce(holder, clip, run, key, record)
+        if run.blocks:
+            output, key = produce_streamed(holder, clip, run, key, record, run.blocks.samples(clip.sample_rate))
+        else:
+            output = produce(holder, clip, run, key, record)
         # One BLAS thread: on 4-second clips BLAS threads cost more than they save
         # (STOI and ESTOI took 30% more CPU with two), and with --jobs the workers
         # already keep every core busy.
@@ -273,19 +280,90 @@ def cache_warnings(run: EngineRun) -> list[str]:
     return warnings
 
 
-def produce(holder: EngineHolder, clip: Clip, run: EngineRun, key: str, record: ClipRecord) -> np.ndarray:
+def produce(
+    holder: EngineHolder, clip: Clip, run: EngineRun, key: str, record: ClipRecord, ready: ReadyEngine | None = None
+) -> np.ndarray:
     """The engine's output for the clip, from the cache if it is there (with
-    the timings of the run that made it), else from the engine, then stored."""
+    the timings of the run that made it), else from the engine, then stored.
+    ``ready``: the engine already prepared for this clip."""
     cached = run.cache.get_output(key) if run.cache else None
     if cached is not None:
         record.from_cache = True
     else:
-        cached = CachedOutput(*process(holder, clip, run.lag_compensation))
+        cached = CachedOutput(*(run_whole(holder, clip, *ready) if ready else process(holder, clip, run.lag_compensation)))
         if run.cache:
             run.cache.put_output(key, cached)
             run.cache.mark(run.identity.engine)
     record.cpu_seconds, record.wall_seconds, record.delay = cached.cpu_seconds, cached.wall_seconds, cached.delay
     return cached.audio
+
+
+def produce_streamed(
+    holder: EngineHolder, clip: Clip, run: EngineRun, whole_key: str, record: ClipRecord, block_size: int
+) -> tuple[np.ndarray, str]:
+    """--block-size: the engine's output streamed block by block (nsbench.streaming),
+    from the cache under a key that holds the block size, or computed and
+    compared with the whole-clip output. An engine that cannot stream runs the
+    whole clip, marked so. Returns the output and its cache key."""
+    key = streaming.stream_key(whole_key, block_size) if run.cache else ""
+    cached = run.cache.get_output(key) if run.cache else None
+    if cached is not None:
+        record.from_cache = True
+    else:
+        ready = ready_engine(holder, clip, run.lag_compensation)
+        stream = open_stream(holder, ready)
+        if stream is None:
+            record.streaming = streaming.not_streamable(block_size, holder.spec.oracle)
+            return produce(holder, clip, run, whole_key, record, ready), whole_key
+        cached = CachedOutput(*run_streamed(holder, clip, stream, ready, block_size))
+        cached.streaming.update(compared_with_whole(holder, clip, run, whole_key, cached.audio))
+        if run.cache:
+            run.cache.put_output(key, cached)
+            run.cache.mark(run.identity.engine)
+    record.cpu_seconds, record.wall_seconds, record.delay = cached.cpu_seconds, cached.wall_seconds, cached.delay
+    record.streaming = cached.streaming
+    return cached.audio, key
+
+
+def open_stream(holder: EngineHolder, ready: ReadyEngine) -> streaming.Stream | None:
+    try:
+        return streaming.open_stream(ready[0], holder.spec.oracle)
+    except ENGINE_FAULTS as error:
+        holder.discard()
+        raise ClipError(f"engine could not open its stream: {fault_text(error)}") from error
+
+
+def run_streamed(
+    holder: EngineHolder, clip: Clip, stream: streaming.Stream, ready: ReadyEngine, block_size: int
+) -> tuple[np.ndarray, float, float, str, dict[str, Any]]:
+    """As run_whole, block by block; also returns the per-block figures."""
+    engine, rate, delay = ready
+    try:
+        output, cpu, wall, stats = streaming.run_stream(stream, clip.noisy, clip.sample_rate, rate, delay, block_size,
+                                                        lambda: cpu_seconds(engine))
+    except ENGINE_FAULTS as error:
+        holder.discard()
+        if isinstance(error, ClipError):
+            raise
+        raise ClipError(f"engine's stream raised {fault_text(error)}") from error
+    check_output(output, len(clip.noisy))
+    return output, cpu, wall, f"{delay} samples at {rate} Hz", stats
+
+
+def compared_with_whole(holder: EngineHolder, clip: Clip, run: EngineRun, whole_key: str, streamed: np.ndarray) -> dict[str, Any]:
+    """How far the streamed output is from the whole-clip one: that one from
+    the cache if there, else computed (and stored), its cost kept."""
+    whole = run.cache.get_output(whole_key) if run.cache else None
+    figures: dict[str, Any] = {"whole_from": "cache"}
+    if whole is None:
+        try:
+            whole = CachedOutput(*process(holder, clip, run.lag_compensation))
+        except ClipError as error:
+            return {"whole_from": "failed", "versus_whole": f"whole-clip run failed: {error}"}
+        figures = {"whole_from": "computed", "whole_seconds": whole.wall_seconds}
+        if run.cache:
+            run.cache.put_output(whole_key, whole)
+    return {**figures, "versus_whole": streaming.versus_whole(streamed, whole.audio)}
 
 
 def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, record: ClipRecord) -> None:
@@ -307,9 +385,17 @@ def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, re
         run.cache.put_scores(key, values)
 
 
+# The engine, prepared for a clip, with the rate it runs at and the delay to remove.
+ReadyEngine = tuple[Engine, int, int]
+
+
 def process(holder: EngineHolder, clip: Clip, lag_compensation: float = 0.0) -> tuple[np.ndarray, float, float, str]:
     """Run the engine on one clip; returns (output at the clip's rate, CPU s,
     wall s, the delay removed as "N samples at R Hz")."""
+    return run_whole(holder, clip, *ready_engine(holder, clip, lag_compensation))
+
+
+def ready_engine(holder: EngineHolder, clip: Clip, lag_compensation: float = 0.0) -> ReadyEngine:
     check_length(clip)
     try:
         engine = holder.get()
@@ -328,6 +414,10 @@ def process(holder: EngineHolder, clip: Clip, lag_compensation: float = 0.0) -> 
     rate = holder.spec.rate_of(engine) or clip.sample_rate
     # The declared delay, and the lag --align-constant-lag found over a first pass.
     delay = holder.spec.delay_of(engine) + round(lag_compensation * rate)
+    return engine, rate, delay
+
+
+def run_whole(holder: EngineHolder, clip: Clip, engine: Engine, rate: int, delay: int) -> tuple[np.ndarray, float, float, str]:
     reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
     cpu_start, wall_start = cpu_seconds(engine), time.perf_counter()
     engine_input = resample(clip.noisy, clip.sample_rate, rate)

@@ -113,6 +113,18 @@ class Engine:
     processes, handles and temporary files; the harness always calls it.
     ``notes``: strings the engine found out about itself (a measured delay),
     copied into the results.
+
+    ``stream()``, for ``--block-size`` (nsbench.streaming): called after
+    ``prepare()`` once per clip, outside the timer; returns a fresh stateful
+    stream, or None: not streamable, the default here (and for an engine
+    without the method), and the engine then runs whole clips, marked so. A
+    stream has ``process(block)``: float32 mono blocks of any length (at the
+    engine's rate), fed in order; each call returns whatever output is ready,
+    possibly none, possibly more than it was given; and ``flush()``: the rest,
+    so that the outputs together are exactly as long as the input. The same
+    delay applies; ``close()`` on the stream, if it has one, releases its
+    state. Streamed, an engine should give the output ``process`` gives (the
+    report shows how far it is, per engine).
     """
 
     sample_rate: int | None = None
@@ -123,6 +135,10 @@ class Engine:
 
     def prepare(self) -> None:
         """Called before each clip, outside the timer."""
+
+    def stream(self) -> Any:
+        """A fresh stream for --block-size, or None: not streamable (the default)."""
+        return None
 
     def close(self) -> None:
         """Called once when the run is done with the engine, whatever happened."""
@@ -441,6 +457,10 @@ class ClipRecord:
     pooled: dict[str, dict[str, float]] = field(default_factory=dict)
     # Notes a metric returned about its value (wer_reference: "asr_of_clean").
     metric_notes: dict[str, str] = field(default_factory=dict)
+    # With --block-size (nsbench.streaming): how the clip ran, streamed or
+    # whole, its per-block compute times and how far it is from the whole-clip
+    # output. Empty without --block-size.
+    streaming: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -452,7 +472,10 @@ class ClipRecord:
         return self.clip_id if self.seed is None else f"{self.clip_id}_seed{self.seed}"
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        record = dataclasses.asdict(self)
+        if not self.streaming:  # only runs with --block-size have the key
+            del record["streaming"]
+        return record
 
 
 def spec_version(spec: EngineSpec | DatasetSpec | MetricSpec | RecogniserSpec) -> str:
