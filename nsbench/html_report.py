@@ -31,6 +31,7 @@ from nsbench.report import (
     clip_list,
     clips_count,
     compensation_text,
+    dataset_attribution,
     fmt,
     headline_of,
     pooled_rows,
@@ -151,6 +152,8 @@ def write_html(
     if plots:
         body += ["<h2>Plots</h2>", *(image(folder / name) for name in plots)]
     body += ["<h2>Metrics</h2>", legend_html(ordered)]
+    if dataset_attribution(ordered):
+        body += ["<h2>Audio sources</h2>", f"<p>{esc(dataset_attribution(ordered))}</p>"]
     page = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>nsbench: {esc(dataset)}</title><link rel=\"icon\" href=\"data:,\"><style>{STYLE}</style></head>"

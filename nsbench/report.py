@@ -405,4 +405,12 @@ def report_markdown(
     parts += ["## Engines", *(engine_line(r) for r in ordered)]
     if not_run:
         parts += ["## Engines that did not run", *(f"- {name}: {why}" for name, why in not_run.items())]
+    if dataset_attribution(results):
+        parts += ["## Audio sources", dataset_attribution(results)]
     return "\n\n".join(parts) + "\n"
+
+
+def dataset_attribution(results: Sequence[Mapping[str, Any]]) -> str:
+    """The credits a dataset asks for (its description's ``attribution``), or ""."""
+    descriptions = (r.get("dataset_description") or {} for r in results)
+    return next((d["attribution"] for d in descriptions if d.get("attribution")), "")

@@ -1,4 +1,4 @@
-"""Shared checks for real engines, run on the demo set's stationary-noise cells.
+"""Shared checks for real engines, run on the demo set's synthetic stationary noise.
 
 Every engine test uses these, so each engine is held to the same bar: it must
 improve SI-SDR at 0 and 5 dB on white and pink noise, and after the harness
@@ -17,12 +17,13 @@ from nsbench.registry import build_registry
 from nsbench.runner import Outcome, run_engine
 from nsbench.types import ClipSource
 
+# (recording, snr_db): the white and pink noise controls of the demo's stationary cells.
 STATIONARY_CELLS = {("white", "0"), ("white", "5"), ("pink", "0"), ("pink", "5")}
 MAX_LAG = 1600  # 100 ms at 16 kHz
 
 
 def stationary_sources(demo_sources: Sequence[ClipSource]) -> list[ClipSource]:
-    return [s for s in demo_sources if (s.labels["noise"], s.labels["snr_db"]) in STATIONARY_CELLS]
+    return [s for s in demo_sources if (s.labels["recording"], s.labels["snr_db"]) in STATIONARY_CELLS]
 
 
 def run_builtin(name: str, sources: Sequence[ClipSource], options: Mapping[str, Any] = {}) -> list[Outcome]:

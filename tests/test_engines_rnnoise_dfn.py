@@ -59,10 +59,10 @@ def rnnoise_run(stationary):
 
 @pytest.fixture(scope="module")
 def one_per_cell(stationary) -> list[ClipSource]:
-    """The first clip of each stationary cell: every cell, half the time."""
+    """The first clip of each (white or pink, SNR): every condition, fewer clips."""
     firsts: dict[tuple[str, str], ClipSource] = {}
     for source in stationary:
-        firsts.setdefault((source.labels["noise"], source.labels["snr_db"]), source)
+        firsts.setdefault((source.labels["recording"], source.labels["snr_db"]), source)
     return list(firsts.values())
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsbench import remix
+from nsbench import generated_set, remix
 from nsbench.builtin.datasets import demo
 from nsbench.external import PrivateFolder
 from nsbench.types import ClipError, UserError
@@ -56,7 +56,7 @@ def test_private_folders_are_private_under_the_system_temp_and_removed(monkeypat
     assert list(tmp_path.iterdir()) == []
 
 
-def test_demo_generation_that_fails_leaves_no_staging_folder(monkeypatch, tmp_path):
+def test_demo_generation_that_fails_leaves_no_staging_folder(tmp_path):
     made = []
 
     def make_clip(entry):
@@ -64,11 +64,11 @@ def test_demo_generation_that_fails_leaves_no_staging_folder(monkeypatch, tmp_pa
             raise RuntimeError("espeak crashed")
         made.append(entry)
         silence = np.zeros(160, np.float32)
-        return silence, silence, silence, dict(entry["labels"])
+        return generated_set.MadeClip(silence, silence, silence, dict(entry["labels"]))
 
-    monkeypatch.setattr(demo, "make_clip", make_clip)
+    entries = [{"clip_id": f"c{index}", "labels": {}} for index in range(4)]
     with pytest.raises(RuntimeError, match="espeak crashed"):
-        demo.generate(tmp_path / "demo-set", seed=1)
+        generated_set.generate(tmp_path / "demo-set", entries, make_clip, 16000)
     assert list(tmp_path.iterdir()) == []
 
 

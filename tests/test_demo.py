@@ -1,0 +1,167 @@
+"""The default demo set: real recordings from the bundle, mixed as the issue asks.
+
+Reads the set the session generated once (conftest's demo_sources) and checks it
+against the bundle's own manifest."""
+from __future__ import annotations
+
+import collections
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from nsbench import generated_set
+from nsbench.builtin.datasets import demo
+from nsbench.cli import main
+
+VOICE_CELLS = {(noise, str(snr)) for noise in demo.NOISE_CATEGORIES for snr in demo.SNRS_DB}
+LABELS = {"noise", "snr_db", "recording", "talker", "sex"}
+BUNDLE_FILES = {demo.MANIFEST, demo.CHECKSUMS, demo.ATTRIBUTION}
+
+
+@pytest.fixture(scope="module")
+def demo_set(demo_sources):
+    """(folder, manifest entries by clip id, bundle recordings)."""
+    folder = demo.demo_folder(demo.DEFAULT_SEED)
+    entries = {item["clip_id"]: item for item in json.loads((folder / "manifest.json").read_text())}
+    assert [source.clip_id for source in demo_sources] == list(entries)
+    return folder, entries, demo.read_recordings(demo.BUNDLE_FOLDER)
+
+
+@pytest.fixture(scope="module")
+def stems(demo_set):
+    """clip id -> (noisy, clean, noise) as written, float64."""
+    folder = demo_set[0]
+    return {
+        clip_id: tuple(soundfile.read(str(folder / role / f"{clip_id}.wav"), dtype="float64")[0] for role in ("noisy", "clean", "noise"))
+        for clip_id in demo_set[1]
+    }
+
+
+def test_the_same_seed_gives_the_same_bytes_and_another_seed_other_ones(demo_set, tmp_path):
+    folder = demo_set[0]
+    demo.generate(tmp_path / "again", demo.DEFAULT_SEED, demo.BUNDLE_FOLDER)
+    assert generated_set.content_hash(tmp_path / "again") == generated_set.content_hash(folder)
+    demo.generate(tmp_path / "other", demo.DEFAULT_SEED + 1, demo.BUNDLE_FOLDER)
+    assert generated_set.content_hash(tmp_path / "other") != generated_set.content_hash(folder)
+
+
+def test_every_clip_is_made_only_from_listed_files_with_a_permitted_licence(demo_set):
+    _, entries, recordings = demo_set
+    used = set()
+    for clip_id, entry in entries.items():
+        assert entry["sources"], clip_id
+        for source in entry["sources"]:
+            if source.startswith(demo.SYNTHETIC):  # the white and pink controls, made by our own code
+                assert source in {"synthetic:white", "synthetic:pink"} and entry["labels"]["noise"] == "stationary"
+                continue
+            assert source in recordings, f"{clip_id}: {source} is not in the bundle's manifest"
+            assert recordings[source].licence in demo.PERMITTED_LICENCES, (clip_id, source)
+            used.add(source)
+    assert not any(re.search(r"NC|SA|ND", licence) for licence in demo.PERMITTED_LICENCES)
+    # Held-out talkers are the check set's: the demo never uses them.
+    held_out = {file for file, r in recordings.items() if r.talker in demo.HELD_OUT_TALKERS}
+    assert len(held_out) == 4 and not used & held_out
+    assert used == set(recordings) - held_out
+
+
+def test_the_bundle_holds_exactly_its_manifest_as_16_bit_flac(demo_set):
+    recordings = demo_set[2]
+    files = {p.relative_to(demo.BUNDLE_FOLDER).as_posix() for p in demo.BUNDLE_FOLDER.rglob("*") if p.is_file()}
+    assert files == set(recordings) | BUNDLE_FILES
+    assert sum((demo.BUNDLE_FOLDER / f).stat().st_size for f in files) < 8e6
+    for file in recordings:
+        info = soundfile.info(str(demo.BUNDLE_FOLDER / file))
+        assert (info.format, info.subtype, info.samplerate, info.channels) == ("FLAC", "PCM_16", 16000, 1), file
+    talkers = collections.Counter((r.category, r.sex) for r in recordings.values() if r.talker)
+    assert talkers == {("speech", "female"): 8, ("speech", "male"): 8, ("babble", "female"): 4, ("babble", "male"): 4}
+
+
+def test_the_attribution_credits_every_bundled_file(demo_set):
+    attribution = (demo.BUNDLE_FOLDER / demo.ATTRIBUTION).read_text()
+    for file, recording in demo_set[2].items():
+        # Readers are credited by their LibriSpeech id, other files by name.
+        credit = f"{recording.talker.removeprefix('LibriSpeech-')} {recording.sex[0].upper()}" if recording.talker else Path(file).name
+        assert credit in attribution, file
+
+
+def test_cells_labels_and_counts(demo_set):
+    _, entries, _ = demo_set
+    cells = collections.defaultdict(list)
+    for entry in entries.values():
+        assert set(entry["labels"]) == LABELS and all(isinstance(v, str) for v in entry["labels"].values())
+        cells[entry["labels"]["noise"], entry["labels"]["snr_db"]].append(entry["labels"])
+    assert set(cells) == VOICE_CELLS | {("music", "no voice"), ("none", "clean")}
+    for cell in VOICE_CELLS:
+        labels = cells[cell]
+        assert len(labels) >= 6, cell
+        # Balanced by sex, every clip a different talker.
+        assert collections.Counter(label["sex"] for label in labels) == {"female": 3, "male": 3}, cell
+        assert len({label["talker"] for label in labels}) == len(labels), cell
+    recordings_of = lambda noise: {label["recording"] for cell, labels in cells.items() if cell[0] == noise for label in labels}
+    assert recordings_of("stationary") == {"engine_boat_hum", "wind_outdoor", "white", "pink"}
+    assert recordings_of("nonstationary") == set(demo.RECORDINGS["nonstationary"])
+    assert recordings_of("music") == {"tenor_sax", "trumpet", "violin", "singing"}
+    assert len(cells["music", "no voice"]) == 6 and {label["talker"] for label in cells["music", "no voice"]} == {"none"}
+    assert len(cells["none", "clean"]) == 6 and collections.Counter(label["sex"] for label in cells["none", "clean"]) == {"female": 3, "male": 3}
+
+
+def test_the_first_clips_cover_every_cell(demo_sources):
+    first = {(s.labels["noise"], s.labels["snr_db"]) for s in demo_sources[:18]}
+    assert first == VOICE_CELLS | {("music", "no voice"), ("none", "clean")}
+
+
+def test_snr_is_exact_and_nothing_reaches_beyond_full_scale(demo_set, stems):
+    entries = demo_set[1]
+    for clip_id, (noisy, clean, noise) in stems.items():
+        labels = entries[clip_id]["labels"]
+        assert len(noisy) == demo.CLIP_SECONDS * demo.SAMPLE_RATE
+        assert np.max(np.abs(noisy)) <= 1.0 and np.max(np.abs(clean)) <= 1.0, clip_id
+        np.testing.assert_allclose(noisy, clean + noise, atol=1e-6)
+        if (labels["noise"], labels["snr_db"]) in VOICE_CELLS:
+            snr = 10 * np.log10(np.sum(clean**2) / np.sum(noise**2))
+            assert snr == pytest.approx(float(labels["snr_db"]), abs=0.01), clip_id
+    assert not np.any(stems["clean-voice_0"][2]) and not np.any(stems["music-only_0"][1])
+
+
+def test_babble_has_at_least_four_real_talkers_and_never_the_target(demo_set):
+    _, entries, recordings = demo_set
+    babble_clips = [e for e in entries.values() if e["labels"]["noise"] == "babble"]
+    assert len(babble_clips) == 24
+    for entry in babble_clips:
+        talkers = [recordings[s].talker for s in entry["sources"] if recordings[s].category == "babble"]
+        assert len(set(talkers)) >= 4, entry["clip_id"]
+        assert entry["labels"]["talker"] not in talkers
+
+
+def test_noise_windows_stay_out_of_the_check_sets_reserve():
+    ramp = np.arange(20 * demo.SAMPLE_RATE, dtype=np.float32)  # each sample holds its own index
+    reserve = int(demo.CHECK_RESERVE_SECONDS * demo.SAMPLE_RATE)
+    for seed in range(50):
+        excerpt = demo.noise_excerpt(np.random.default_rng(seed), ramp, 4 * demo.SAMPLE_RATE)
+        assert excerpt.max() < len(ramp) - reserve
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "missing"])
+def test_a_damaged_bundle_stops_the_run_in_one_line_before_any_engine(demo_sources, tmp_path, monkeypatch, capsys, damage):
+    # The session's set is already in the cache under the same checksums: the check must not rely on a fresh mix.
+    bundle = tmp_path / "bundle"
+    shutil.copytree(demo.BUNDLE_FOLDER, bundle)
+    victim = bundle / "noise" / "rain.flac"
+    if damage == "corrupt":
+        data = bytearray(victim.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        victim.write_bytes(bytes(data))
+    else:
+        victim.unlink()
+    monkeypatch.setattr(demo, "BUNDLE_FOLDER", bundle)
+    results = tmp_path / "results"
+    assert main(["--engine", "passthrough", "--results-folder", str(results), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(victim) in err[0] and "reinstall nsbench" in err[0]
+    assert ("corrupt" if damage == "corrupt" else "missing") in err[0]
+    assert not results.exists()  # nothing ran, nothing was written
