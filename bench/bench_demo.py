@@ -59,7 +59,8 @@ def run(engines: list[str]) -> None:
     registry = build_registry(get_plugin_manager())
     demo = registry.datasets.get("demo").spec
     generation = timed(lambda: demo.clips({"demo_seed": 2020}))
-    print(f"demo set generation: {generation[0]:.1f} s wall, {generation[1]:.1f} s CPU (56 clips of 4 s)")
+    count = len(demo.clips({"demo_seed": 2020}))
+    print(f"demo set generation: {generation[0]:.1f} s wall, {generation[1]:.1f} s CPU ({count} clips of 4 s)")
 
     results = tempfile.mkdtemp(prefix="nsbench-bench-results-")
     walls: dict[int, float] = {}

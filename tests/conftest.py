@@ -1,4 +1,4 @@
-"""Shared fixtures. The demo set is generated once per test session into a
+"""Shared fixtures. The demo sets are generated once per test session into a
 private cache folder, so tests never read or write the user's cache."""
 from __future__ import annotations
 
@@ -50,6 +50,14 @@ def demo_sources():
     from nsbench.builtin.datasets import demo
 
     return demo.clips({"demo_seed": demo.DEFAULT_SEED})
+
+
+@pytest.fixture(scope="session")
+def demo_tts_sources():
+    """The synthetic set: for engine tests that need a reference no engine may rightly change."""
+    from nsbench.builtin.datasets import demo_tts
+
+    return demo_tts.clips({"demo_seed": demo_tts.DEFAULT_SEED})
 
 
 def write_wav(path: Path, audio: np.ndarray, rate: int, subtype: str = "FLOAT") -> Path:

@@ -1,9 +1,14 @@
-"""Shared checks for real engines, run on the demo set's synthetic stationary noise.
+"""Shared checks for real engines, run on the demo-tts set's stationary-noise cells.
 
 Every engine test uses these, so each engine is held to the same bar: it must
 improve SI-SDR at 0 and 5 dB on white and pink noise, and after the harness
 removes its declared delay its output must be sample-aligned with the clean
-speech.
+speech. Synthetic speech, not the real demo: these tests check the adapters
+(delay, alignment, that the engine suppresses at all), which needs a reference
+with nothing an engine may rightly change. On real readers the bar does not
+hold clip by clip, and should not: a low male voice (F0 near 100 Hz) at 5 dB
+in white noise loses 4-14 dB of SI-SDR in RNNoise, NSNet2, DeepFilterNet and
+WebRTC while its STOI rises; the default demo reports that.
 """
 from __future__ import annotations
 
@@ -17,13 +22,12 @@ from nsbench.registry import build_registry
 from nsbench.runner import Outcome, run_engine
 from nsbench.types import ClipSource
 
-# (recording, snr_db): the white and pink noise controls of the demo's stationary cells.
 STATIONARY_CELLS = {("white", "0"), ("white", "5"), ("pink", "0"), ("pink", "5")}
 MAX_LAG = 1600  # 100 ms at 16 kHz
 
 
-def stationary_sources(demo_sources: Sequence[ClipSource]) -> list[ClipSource]:
-    return [s for s in demo_sources if (s.labels["recording"], s.labels["snr_db"]) in STATIONARY_CELLS]
+def stationary_sources(demo_tts_sources: Sequence[ClipSource]) -> list[ClipSource]:
+    return [s for s in demo_tts_sources if (s.labels["noise"], s.labels["snr_db"]) in STATIONARY_CELLS]
 
 
 def run_builtin(name: str, sources: Sequence[ClipSource], options: Mapping[str, Any] = {}) -> list[Outcome]:

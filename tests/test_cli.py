@@ -1,6 +1,7 @@
 """The CLI end to end: result files, their keys, report.md against the JSON, errors."""
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -81,6 +82,20 @@ def test_passthrough_improves_nothing_on_any_demo_clip(demo_run):
     assert all(gain == 0.0 for gain in gains)
     music = [c["scores"]["music_attenuation_db"] for c in clips if "music_attenuation_db" in c["scores"]]
     assert music and all(value == 0.0 for value in music)
+
+
+def test_the_report_footer_and_the_results_name_the_demos_sources(demo_run):
+    from nsbench.builtin.datasets import demo
+
+    folder, _ = demo_run
+    assert json.loads((folder / "passthrough.json").read_text())["dataset_description"]["attribution"] == demo.ATTRIBUTION_TEXT
+    assert (folder / "report.md").read_text().endswith(f"## Audio sources\n\n{demo.ATTRIBUTION_TEXT}\n")
+    footer = (folder / "report.html").read_text().split("<h2>Audio sources</h2>")[1]
+    assert html.escape(demo.ATTRIBUTION_TEXT) in footer and "</body>" in footer
+    # Every source the bundle's licences ask to credit is named.
+    for credit in ("LibriSpeech", "gezortenplotz", "alex36917", "Tomlija", "Pete Warden", "Medley-solos-DB", "vocadito",
+                   "datasets/demo_audio/ATTRIBUTION.md"):
+        assert credit in demo.ATTRIBUTION_TEXT
 
 
 def report_rows(report: str) -> dict[tuple[str, str, str], list[str]]:

@@ -1,4 +1,4 @@
-"""Classic engines (noisereduce, WebRTC, Speex, NSNet2) run for real on the demo
+"""Classic engines (noisereduce, WebRTC, Speex, NSNet2) run for real on the demo-tts
 set's stationary cells; the oracle masks must beat all of them; the shared
 framing code; Koala's paths without a working AccessKey."""
 from __future__ import annotations
@@ -41,8 +41,8 @@ def registry():
 
 
 @pytest.fixture(scope="module")
-def sources(demo_sources):
-    return stationary_sources(demo_sources)
+def sources(demo_tts_sources):
+    return stationary_sources(demo_tts_sources)
 
 
 @pytest.fixture(scope="module")

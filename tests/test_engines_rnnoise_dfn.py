@@ -1,5 +1,5 @@
 """RNNoise (as an rnnoise_demo program per clip) and DeepFilterNet3 on the
-demo set's stationary cells, plus the ways a user's rnnoise_demo can go wrong."""
+demo-tts set's stationary cells, plus the ways a user's rnnoise_demo can go wrong."""
 from __future__ import annotations
 
 import shlex
@@ -48,8 +48,8 @@ def delays(outcomes) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def stationary(demo_sources) -> list[ClipSource]:
-    return stationary_sources(demo_sources)
+def stationary(demo_tts_sources) -> list[ClipSource]:
+    return stationary_sources(demo_tts_sources)
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +59,10 @@ def rnnoise_run(stationary):
 
 @pytest.fixture(scope="module")
 def one_per_cell(stationary) -> list[ClipSource]:
-    """The first clip of each (white or pink, SNR): every condition, fewer clips."""
+    """The first clip of each stationary cell: every cell, half the time."""
     firsts: dict[tuple[str, str], ClipSource] = {}
     for source in stationary:
-        firsts.setdefault((source.labels["recording"], source.labels["snr_db"]), source)
+        firsts.setdefault((source.labels["noise"], source.labels["snr_db"]), source)
     return list(firsts.values())
 
 

@@ -92,7 +92,7 @@ def test_a_command_writing_garbage_fails_those_clips_only(tmp_path, monkeypatch)
     assert list((tmp_path / "tmp").iterdir()) == []  # the private folder went, failures or not
 
 
-def test_an_rnnoise_program_writing_garbage_fails_those_clips_only(tmp_path, demo_sources, monkeypatch):
+def test_an_rnnoise_program_writing_garbage_fails_those_clips_only(tmp_path, demo_tts_sources, monkeypatch):
     import tempfile
 
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
@@ -110,7 +110,7 @@ esac
 exec {PYTHON} -m nsbench.tools.rnnoise_demo "$@"
 """
     program = shell_program(tmp_path, "rnnoise_demo", body)
-    clips = stationary_sources(demo_sources)[:4]
+    clips = stationary_sources(demo_tts_sources)[:4]
     outcomes = run_builtin("rnnoise", clips, {"rnnoise_demo_path": str(program)})
     given = 4 * 48000 + 960  # a 4 s clip at 48 kHz and the measured delay's zeros
     sent = 480 + given + 480  # a frame in front; behind, whole frames (here none) and a spare one
