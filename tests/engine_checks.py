@@ -6,9 +6,10 @@ removes its declared delay its output must be sample-aligned with the clean
 speech. Synthetic speech, not the real demo: these tests check the adapters
 (delay, alignment, that the engine suppresses at all), which needs a reference
 with nothing an engine may rightly change. On real readers the bar does not
-hold clip by clip, and should not: a low male voice (F0 near 100 Hz) at 5 dB
-in white noise loses 4-14 dB of SI-SDR in RNNoise, NSNet2, DeepFilterNet and
-WebRTC while its STOI rises; the default demo reports that.
+hold clip by clip, and should not: on one low male voice (F0 near 100 Hz) at
+5 dB in white noise, RNNoise, DeepFilterNet, NSNet2 and WebRTC lose 2.4-12 dB
+of SI-SDR, while RNNoise's and DeepFilterNet's STOI rise (0.92 to 0.97); the
+default demo reports that.
 """
 from __future__ import annotations
 
