@@ -25,6 +25,7 @@ PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 SOURCES = ("pyproject.toml", "README.md", "nsbench", "engines", "datasets", "metrics", "conditions")
 MAPPED = {folder: f"nsbench/builtin/{folder}" for folder in ("engines", "datasets", "metrics", "conditions")}
 DATA_SUFFIXES = (".flac", ".tsv", ".md")
+DATA_NAMES = ("SHA256SUMS",)  # the demo bundle's checksums: without them an install cannot run the demo
 
 
 def requirement_lines(name: str) -> list[str]:
@@ -84,7 +85,7 @@ def expected_wheel_files() -> set[str]:
             relative = path.relative_to(REPO_ROOT).as_posix()
             if folder in MAPPED:
                 relative = relative.replace(folder, MAPPED[folder], 1)
-            if path.suffix == ".py" or (folder == "datasets" and path.suffix in DATA_SUFFIXES):
+            if path.suffix == ".py" or (folder == "datasets" and (path.suffix in DATA_SUFFIXES or path.name in DATA_NAMES)):
                 expected.add(relative)
     return expected
 
