@@ -35,7 +35,7 @@ from nsbench.types import ENHANCEMENT, MetricInputs, MetricUndefined  # noqa: E4
 
 ENGINES = ("passthrough", "speex", "webrtc", "oracle-irm")
 METRIC_FILES = ("sisdr.py", "intelligibility.py", "levels.py", "realtime.py", "demixing.py")
-DATASET = "demo"  # issue 11 renames the synthetic set "demo-tts"
+DATASET = "demo"  # the default set, real voices since issue 11
 
 
 def before_issue_13() -> str:

@@ -36,7 +36,7 @@ from nsbench.registry import build_registry  # noqa: E402
 from nsbench.runner import EngineHolder, process  # noqa: E402
 from nsbench.tools import rnnoise_demo  # noqa: E402
 
-DATASET = "demo"  # issue 11 renames the synthetic set "demo-tts"
+DATASET = "demo"  # the default set, real voices since issue 11
 
 
 def main() -> None:

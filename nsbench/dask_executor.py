@@ -81,28 +81,15 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
             yield client
 
 
-# Run on each worker to list the modules it cannot import. Compiled into a
-# module that exists only here, so cloudpickle sends the function by value:
-# a worker without nsbench could not unpickle a reference to nsbench's code.
-PROBE_SOURCE = """
-def missing_modules(names):
-    import importlib.util
-    missing = []
-    for name in names:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(name)
-    return missing
-"""
-
-
 def worker_probe() -> Any:
-    namespace: dict[str, Any] = {"__name__": "nsbench_worker_probe"}
-    exec(PROBE_SOURCE, namespace)
-    return namespace["missing_modules"]
+    """nsbench.worker_probe's function, sent by value: it runs on workers
+    that may lack nsbench."""
+    import cloudpickle
+
+    from nsbench import worker_probe as probe
+
+    cloudpickle.register_pickle_by_value(probe)
+    return probe.missing_modules
 
 
 def needed_modules(engines: Sequence[EngineSpec]) -> dict[str, str]:

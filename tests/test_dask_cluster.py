@@ -72,8 +72,10 @@ def test_a_real_cluster_checks_its_workers_then_runs(tmp_path):
             wait_for_workers(address, 1)
             refused = benchmark(["--executor", "dask", "--scheduler", address], tmp_path / "refused")
         assert refused.returncode == 2
-        # One line (beside the note that the demo set was generated, where it was).
-        [line] = [line for line in refused.stderr.splitlines() if not line.startswith("nsbench: generating the demo set")]
+        # One line (beside the note that the demo set was mixed, where it was).
+        lines = [line for line in refused.stderr.splitlines() if not line.startswith("nsbench: mixing the demo set")]
+        assert len(lines) == 1, refused.stderr
+        [line] = lines
         assert line.startswith("nsbench: error: 1 of 1 Dask workers cannot import nsbench (tcp://127.0.0.1:")
         assert "install nsbench 0.1.0" in line and "nothing was computed" in line
         assert not (tmp_path / "refused" / "demo" / "speex.clips.jsonl").exists()

@@ -277,11 +277,11 @@ def test_the_served_program_takes_blocks_of_any_size(stationary):
 
 def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a_fresh_one(tmp_path, stationary):
     from nsbench.runner import run_engine
-    from nsbench.types import EngineSpec
+    from nsbench.types import MEASURED, EngineSpec
 
     argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "died-once")]
     spec = EngineSpec(
-        name="rnnoise-dies", description="", sample_rate=rnnoise.SAMPLE_RATE, delay=rnnoise.DECLARED_DELAY,
+        name="rnnoise-dies", description="", sample_rate=rnnoise.SAMPLE_RATE, delay=MEASURED,
         factory=lambda options: rnnoise.RNNoiseDemo(argv, "dying", 60.0, cwd=REPO_ROOT, served=True),
     )
     from nsbench.builtin.metrics import sisdr
@@ -304,11 +304,11 @@ def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a
 def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stationary):
     from nsbench.builtin.metrics import sisdr
     from nsbench.runner import run_engine
-    from nsbench.types import EngineSpec
+    from nsbench.types import MEASURED, EngineSpec
 
     argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "hung-once"), "hang"]
     spec = EngineSpec(
-        name="rnnoise-hangs", description="", sample_rate=rnnoise.SAMPLE_RATE, delay=rnnoise.DECLARED_DELAY,
+        name="rnnoise-hangs", description="", sample_rate=rnnoise.SAMPLE_RATE, delay=MEASURED,
         factory=lambda options: rnnoise.RNNoiseDemo(argv, "hanging", 8.0, cwd=REPO_ROOT, served=True),
     )
     metrics = [spec for spec in registered_metrics(sisdr) if spec.name == "si_sdri"]
