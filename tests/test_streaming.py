@@ -102,7 +102,7 @@ def test_the_input_resampler_gives_each_block_its_share():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", STREAMABLE_BUILTINS)
-def test_builtin_engine_streamed_equals_its_whole_clip_output(name, demo_sources):
+def test_builtin_engine_streamed_equals_its_whole_clip_output(name, demo_tts_sources):
     """Exactly equal, for every block size: the frame adapters buffer blocks
     into the library's frames (10 ms; DeepFilterNet's 480-sample hop at 48 kHz)
     and pad only at the end, as the whole-clip run does (RNNoise's served
@@ -114,7 +114,7 @@ def test_builtin_engine_streamed_equals_its_whole_clip_output(name, demo_sources
     if not found.engines.get(name).available:
         pytest.skip(f"{name} not installed ({found.engines.get(name).spec.install})")
     spec = found.engines.get(name).spec
-    source = excerpt(stationary_sources(demo_sources)[0], EXCERPT_SECONDS)
+    source = excerpt(stationary_sources(demo_tts_sources)[0], EXCERPT_SECONDS)
     store = cache.Cache(cache.cache_root())
     whole = run(spec, source, None, store)
     for size in BLOCK_SIZES:
