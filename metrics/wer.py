@@ -172,6 +172,5 @@ def register_metrics(register):
                 "wer_delta": "wer - wer_input (negative: the engine helped recognition)",
             },
             options=wer_options,
-            flags=("recogniser",),
         )
     )

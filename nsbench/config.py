@@ -69,6 +69,3 @@ class RunConfig:
         its plugin added (the run adds ``seed``; a family, ``engine_argument``)."""
         return dict(self.plugin_options.get(plugin, {}))
 
-    @property
-    def dataset_folder(self) -> Path:
-        return self.results_folder / self.dataset

@@ -31,11 +31,6 @@ def bind_options(metrics: Sequence[MetricSpec], flags: Mapping[str, Any], regist
     return bound, resolved
 
 
-def metric_flags(metrics: Sequence[MetricSpec]) -> set[str]:
-    """Flags that metrics read: left out of engines' cache keys."""
-    return {flag for metric in metrics for flag in metric.flags}
-
-
 def metric_provenance(resolved: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """For the results' provenance: {"metric_options": {metric: what its options say of themselves}}."""
     if not resolved:

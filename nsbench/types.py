@@ -347,7 +347,6 @@ class MetricSpec:
     returns a picklable mapping the function finds in ``inputs.options``. Its
     ``"fingerprint"`` (a string) keys the cache beside the metric's code, and
     its ``"provenance"`` goes into the results (a recogniser's model hashes).
-    ``flags`` names the flags it reads, which then do not key engines' outputs.
     """
 
     name: str
@@ -365,7 +364,6 @@ class MetricSpec:
     pooling: Pooling | None = None  # None: a cell's figures weigh each clip once
     values: Mapping[str, str] = field(default_factory=dict)  # value name -> description
     options: Callable[[Mapping[str, Any], Any], Mapping[str, Any]] | None = None
-    flags: tuple[str, ...] = ()  # the flags (argparse dests) ``options`` reads: not engine options
 
 
 def reported_values(metrics: Sequence[MetricSpec]) -> list[MetricSpec]:
