@@ -1,4 +1,4 @@
-"""STOI and ESTOI through pystoi.
+"""STOI and ESTOI as pystoi computes them, without importing pystoi.
 
 STOI: Taal, Hendriks, Heusdens and Jensen, "An Algorithm for Intelligibility
 Prediction of Time-Frequency Weighted Noisy Speech", IEEE TASLP 2011.
@@ -10,9 +10,13 @@ to 10 kHz, drops frames more than 40 dB below the loudest, and needs at least
 30 frames (384 ms) of what remains. Below that it warns and returns 1e-5; that
 sentinel is a failure with a reason here, never a score.
 
-pystoi itself is not reproducible bit for bit, so ``stoi`` below runs pystoi's
-own steps (its resampler, silent-frame removal, STFT and constants) with two
-changes that make the score a function of the two signals alone:
+``stoi`` below runs pystoi's own steps (its resampler, silent-frame removal,
+STFT and constants), written here as whole-array operations with the same bits
+as pystoi's loops. pystoi is never imported while scoring: its import pulls in
+scipy.signal, 1.0-1.4 s of CPU, more than a short run's scoring (its resampler
+is in octave_resample.py; tests/test_metrics.py holds every constant and step
+to pystoi's). pystoi itself is not reproducible bit for bit, so two steps
+change, to make the score a function of the two signals alone:
 
 * ESTOI's ``row_col_normalize`` adds ``EPS * np.random.standard_normal`` noise
   from numpy's *global* generator, which fresh processes seed from the OS and
@@ -53,12 +57,12 @@ from typing import Callable
 
 import numpy as np
 
+from nsbench.builtin.metrics.octave_resample import resample_oct
 from nsbench.hookspecs import hookimpl
 from nsbench.reference import Features, ReferenceAudio
 from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
 
-PYSTOI_VERSION = "0.4.1"  # the version the tests compare against
-INSTALL = f"pip install pystoi=={PYSTOI_VERSION}"
+PYSTOI_VERSION = "0.4.1"  # the version whose steps these are, and the tests compare against
 
 TOO_FEW_FRAMES = (
     "fewer than 30 frames (384 ms at 10 kHz) of clean voice left after pystoi "
@@ -75,6 +79,17 @@ NOT_A_NUMBER = (
 # can never have them (under 257 pystoi raises an AxisError instead of warning).
 PYSTOI_RATE = 10000
 MAX_TOO_SHORT = 256 + 30 * 128
+# pystoi.stoi's constants, here so that scoring never imports pystoi, whose
+# import of scipy.signal costs 1.0-1.4 s of CPU (tests/test_metrics.py holds
+# them, and the 1/3-octave matrix, to pystoi's own).
+FS = PYSTOI_RATE  # its sampling rate
+N_FRAME = 256  # window support
+NFFT = 512  # FFT size
+NUMBAND = 15  # 1/3-octave bands
+MINFREQ = 150  # centre frequency of the lowest band (Hz)
+N = 30  # frames per intermediate intelligibility segment (384 ms)
+BETA = -15.0  # lower SDR bound
+DYN_RANGE = 40  # speech dynamic range (dB)
 # Clips longer than this at 10 kHz (~105 s) are scored block by block of this many
 # 256-sample frames (~52 s), in memory bounded by the block rather than the clip;
 # shorter ones exactly as before. See _blockwise_steps.
@@ -83,6 +98,21 @@ BLOCK_FRAMES = 4096
 # ESTOI's noise: this many of RandomState(0)'s normals are kept per process.
 NOISE_KEPT = 2**22
 _EPS = np.finfo("float").eps  # pystoi.utils.EPS
+
+
+def third_octave_matrix(fs: int = FS, nfft: int = NFFT, num_bands: int = NUMBAND, min_freq: int = MINFREQ) -> np.ndarray:
+    """pystoi.utils.thirdoct's band matrix (bands x FFT bins): band i holds the
+    bins from the one nearest its lower edge up to, not including, the one
+    nearest its upper edge."""
+    f = np.linspace(0, fs, nfft + 1)[: nfft // 2 + 1]
+    k = np.arange(num_bands, dtype=float)
+    matrix = np.zeros((num_bands, len(f)))
+    for band, low, high in zip(matrix, min_freq * np.power(2.0, (2 * k - 1) / 6), min_freq * np.power(2.0, (2 * k + 1) / 6)):
+        band[np.argmin(np.square(f - low)): np.argmin(np.square(f - high))] = 1
+    return matrix
+
+
+OBM = third_octave_matrix()
 
 
 def samples_at_pystoi_rate(length: int, sample_rate: int) -> int:
@@ -133,8 +163,6 @@ def clean_bands(audio: ReferenceAudio) -> Features:
     clean voice with the silent frames removed ("too_few" instead where fewer
     than 30 STFT frames remain). Empty for long clips, which go block by block.
     """
-    from pystoi.stoi import DYN_RANGE, N, N_FRAME, OBM
-
     x = _at_pystoi_rate(audio.clean, audio.sample_rate)
     if len(x) > WHOLE_CLIP_SAMPLES:
         return {}
@@ -156,8 +184,6 @@ def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool,
 
     None where pystoi would warn about too few frames and return 1e-5.
     """
-    from pystoi.stoi import N
-
     if reference is None:
         reference = clean_bands(ReferenceAudio(x, y, fs))
     if not reference:  # a long clip: block by block
@@ -175,8 +201,6 @@ def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool,
 def output_bands(y: np.ndarray, fs: int, kept: np.ndarray) -> np.ndarray:
     """The processed side of ``_pystoi_steps``: the output's 1/3-octave band
     envelopes (bands x STFT frames) without the clean voice's silent frames."""
-    from pystoi.stoi import OBM
-
     # float64 as pystoi's caller passes (scipy's upfirdn widens to float64 anyway)
     y_frames = _windowed_frames(_at_pystoi_rate(y, fs))
     return _third_octave_bands(_stft(_overlap_and_add(y_frames[kept])), OBM)
@@ -184,8 +208,6 @@ def output_bands(y: np.ndarray, fs: int, kept: np.ndarray) -> np.ndarray:
 
 def _windowed_frames(signal: np.ndarray) -> np.ndarray:
     """pystoi's ``w * x[i:i + 256] for i in range(0, len(x) - 256, 128)``, as one array."""
-    from pystoi.stoi import N_FRAME
-
     hop = N_FRAME // 2
     count = len(range(0, len(signal) - N_FRAME, hop))
     frames = np.lib.stride_tricks.sliding_window_view(signal, N_FRAME)[::hop][:count]
@@ -193,25 +215,26 @@ def _windowed_frames(signal: np.ndarray) -> np.ndarray:
 
 
 def _overlap_and_add(frames: np.ndarray) -> np.ndarray:
-    from pystoi import utils
-    from pystoi.stoi import N_FRAME
-
-    return utils._overlap_and_add(frames, N_FRAME // 2)
+    """pystoi.utils._overlap_and_add(frames, 128) for its half-overlapping
+    frames: chunk j of the signal is frame j's first half plus frame j - 1's
+    second half, each added to an exact zero where the other is missing, as
+    pystoi's sum over its zero-padded copies does (so even a -0.0 comes out as it does)."""
+    hop = N_FRAME // 2
+    chunks = np.zeros((len(frames) + 1, hop))
+    chunks[:-1] += frames[:, :hop]
+    chunks[1:] += frames[:, hop:]
+    return chunks.reshape(-1)
 
 
 def _stft(signal: np.ndarray) -> np.ndarray:
     """pystoi's ``utils.stft(signal, 256, 512, overlap=2)`` (frames x bins): every
     frame's rfft in one call, each row the same 1-D transform as its own call."""
-    from pystoi.stoi import N_FRAME, NFFT
-
     frames = _windowed_frames(signal)
     return np.fft.rfft(frames, n=NFFT, axis=1) if len(frames) else np.zeros((0, NFFT // 2 + 1), complex)
 
 
 @functools.lru_cache(maxsize=1)
 def _hanning() -> np.ndarray:
-    from pystoi.stoi import N_FRAME
-
     return np.hanning(N_FRAME + 2)[1:-1]  # pystoi's matlab.hanning(256)
 
 
@@ -247,19 +270,16 @@ def _noise_stream(count: int) -> np.ndarray:
 
 def _stoi_sum(x_segments: np.ndarray, y_segments: np.ndarray) -> float:
     """The sum of STOI's correlations over segments x bands (pystoi's STOI lines, unchanged)."""
-    from pystoi import utils
-    from pystoi.stoi import BETA
-
     normalization_consts = (
         np.linalg.norm(x_segments, axis=2, keepdims=True)
-        / (np.linalg.norm(y_segments, axis=2, keepdims=True) + utils.EPS))
+        / (np.linalg.norm(y_segments, axis=2, keepdims=True) + _EPS))
     y_segments_normalized = y_segments * normalization_consts
     clip_value = 10 ** (-BETA / 20)
     y_primes = np.minimum(y_segments_normalized, x_segments * (1 + clip_value))
     y_primes = y_primes - np.mean(y_primes, axis=2, keepdims=True)
     x_segments = x_segments - np.mean(x_segments, axis=2, keepdims=True)
-    y_primes /= (np.linalg.norm(y_primes, axis=2, keepdims=True) + utils.EPS)
-    x_segments /= (np.linalg.norm(x_segments, axis=2, keepdims=True) + utils.EPS)
+    y_primes /= (np.linalg.norm(y_primes, axis=2, keepdims=True) + _EPS)
+    x_segments /= (np.linalg.norm(x_segments, axis=2, keepdims=True) + _EPS)
     correlations_components = y_primes * x_segments
     return np.sum(correlations_components)
 
@@ -270,8 +290,6 @@ def _estoi_sum(x_segments: np.ndarray, y_segments: np.ndarray, noise: tuple) -> 
     ``noise`` holds pystoi's four draws of noise (arrays shaped as the
     segments), in its order: x's row and column noise, then y's.
     """
-    from pystoi.stoi import N
-
     x_n = _row_col_normalize(x_segments, noise[0], noise[1])
     y_n = _row_col_normalize(y_segments, noise[2], noise[3])
     return np.sum(x_n * y_n / N)
@@ -298,11 +316,8 @@ def _draw_starts(draw_size: int, draws: int = 4) -> tuple:
 
 def _at_pystoi_rate(signal: np.ndarray, fs: int) -> np.ndarray:
     """``signal`` as float64 at 10 kHz, through pystoi's resampler."""
-    from pystoi import utils
-    from pystoi.stoi import FS
-
     signal = np.asarray(signal, dtype=np.float64)
-    return utils.resample_oct(signal, FS, fs) if fs != FS else signal
+    return resample_oct(signal, FS, fs) if fs != FS else signal
 
 
 def _blockwise_steps(x: np.ndarray, y: np.ndarray, extended: bool, block_frames: int) -> float | None:
@@ -329,9 +344,6 @@ def _blockwise_steps(x: np.ndarray, y: np.ndarray, extended: bool, block_frames:
     and the score differs from theirs only by the order of the final sum over
     segments (a few 1e-16, tests/test_metrics.py).
     """
-    from pystoi import utils
-    from pystoi.stoi import DYN_RANGE, N, N_FRAME, NFFT, OBM
-
     if block_frames < N:
         raise ValueError(f"block_frames must be at least {N}, got {block_frames}")
     hop = N_FRAME // 2
@@ -343,7 +355,7 @@ def _blockwise_steps(x: np.ndarray, y: np.ndarray, extended: bool, block_frames:
     energies = np.empty(n_frames)
     for a in range(0, n_frames, block_frames):
         frames = window * x_frames[a: a + block_frames]
-        energies[a: a + len(frames)] = 20 * np.log10(np.linalg.norm(frames, axis=1) + utils.EPS)
+        energies[a: a + len(frames)] = 20 * np.log10(np.linalg.norm(frames, axis=1) + _EPS)
     kept = np.flatnonzero((np.max(energies) - DYN_RANGE - energies) < 0)
     del energies
 
@@ -357,8 +369,8 @@ def _blockwise_steps(x: np.ndarray, y: np.ndarray, extended: bool, block_frames:
         first = max(a - 1, 0)
         rows = kept[first: b + 1]
         for frames, tob in ((x_frames, x_tob), (y_frames, y_tob)):
-            chunks = utils._overlap_and_add(window * frames[rows], hop)[(a - first) * hop:]
-            tob[:, a:b] = _third_octave_bands(utils.stft(chunks, N_FRAME, NFFT, overlap=2), OBM)
+            chunks = _overlap_and_add(window * frames[rows])[(a - first) * hop:]
+            tob[:, a:b] = _third_octave_bands(_stft(chunks), OBM)
 
     n_segments = n_stft - N + 1
     noise = _draw_starts(n_segments * len(OBM) * N) if extended else ()
@@ -456,8 +468,6 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         higher_is_better=True,
         description="Short-time objective intelligibility (Taal et al. 2011), pystoi.stoi extended=False",
         ignores="quiet passages (frames 40 dB below the loudest are dropped) and overall level",
-        requires=("pystoi",),
-        install=INSTALL,
         version=pystoi_version,
     ))
     register(MetricSpec(
@@ -470,7 +480,5 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             "better than STOI on modulated maskers such as music"
         ),
         ignores="quiet passages (frames 40 dB below the loudest are dropped) and overall level",
-        requires=("pystoi",),
-        install=INSTALL,
         version=pystoi_version,
     ))
