@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from nsbench import checks
+from nsbench import checks, signed_rank
 from nsbench.types import ClipRecord, MetricSpec
 
 
@@ -481,10 +480,7 @@ def paired_difference(ours: Sequence[float], theirs: Sequence[float], higher_is_
 
 
 def wilcoxon_p(differences: np.ndarray) -> float:
+    """scipy.stats.wilcoxon's p-value (nsbench.signed_rank says why not scipy's own)."""
     if not np.any(differences):
         return 1.0  # identical on every clip
-    from scipy.stats import wilcoxon  # scipy.stats costs a second to import: only here
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # small-sample and tie warnings: the verdict says it
-        return float(wilcoxon(differences).pvalue)
+    return signed_rank.wilcoxon_p(differences)
