@@ -25,7 +25,6 @@ import io
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.fft import irfft, rfft, rfftfreq
 
 from nsbench.alignment import correlation_window, estimate_lag
 from nsbench.audio import fit_length, resample
@@ -82,6 +81,8 @@ def without_delay(audio: np.ndarray, delay: float, length: int) -> np.ndarray:
     # A codec a fraction early (Opus: 0.1 sample at 16 kHz) is first delayed by one.
     audio = np.asarray(audio[whole:] if whole >= 0 else np.concatenate([np.zeros(-whole), audio]), dtype=np.float64)
     if fraction >= MIN_FRACTION:
+        from scipy.fft import irfft, rfft, rfftfreq  # 0.2-0.3 s to import: only where a codec runs
+
         size = len(audio)
         ramp = np.exp(2j * np.pi * rfftfreq(size) * fraction)
         if size % 2 == 0:

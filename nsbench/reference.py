@@ -67,7 +67,10 @@ class ReferenceFeatures:
             return compute(self.audio, *params)
         from nsbench.cache import code_digest, digest
 
-        key = digest("reference-feature", self.clip_key, name, code_digest(compute))
+        # The code is part of the key only where the value outlives this process
+        # (the cache): within one, it cannot change, and hashing it (parsing the
+        # modules it imports) costs ~0.1 s per worker process.
+        key = digest("reference-feature", self.clip_key, name, code_digest(compute) if self.cache is not None else "")
         value = _memory.get(key)
         if value is None and self.cache is not None:
             value = self.cache.get_features(key)
