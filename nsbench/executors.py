@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from nsbench import reference
 from nsbench.external import PrivateFolder
 from nsbench.runner import EngineHolder, EngineRun, Executor, Outcome, in_process, run_clip, sources_pickle
 from nsbench.types import ClipRecord, ClipSource, EngineSpec
@@ -88,10 +89,15 @@ def start_worker(run: EngineRun, scratch: str) -> None:
     _worker = (holder, run)
 
 
-def work_on(source: ClipSource) -> tuple[Outcome, list[str]]:
+def work_on(source: ClipSource) -> tuple[Outcome, list[str], dict]:
+    """The clip's outcome, the engine's notes, and (without a cache, which
+    shares them otherwise) the reference features the clip computed, for the
+    parent to hand to the next engine's workers (nsbench.reference)."""
     assert _worker is not None, "start_worker did not run"
     holder, run = _worker
-    return run_clip(holder, source, run), holder.all_notes()
+    marker = reference.memory_marker()
+    outcome = run_clip(holder, source, run)
+    return outcome, holder.all_notes(), reference.computed_since(marker) if run.cache is None else {}
 
 
 class WorkerDied(Exception):
@@ -140,8 +146,9 @@ def run_in_pool(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes:
         # seeing its workers killed, then fails on those (InvalidStateError).
         futures = [pool.submit(work_on, source) for source in sources]
         for future in futures:
-            outcome, worker_notes = future.result()
+            outcome, worker_notes, features = future.result()
             notes.extend(note for note in worker_notes if note not in notes)
+            reference.keep(features)
             yield outcome
     except BrokenProcessPool as error:
         # The pool SIGTERMs the other workers; the programs they ran go too.

@@ -10,7 +10,10 @@ numbers). The first engine of the run computes it; later ones get it
 * from the cache (nsbench.cache) otherwise, keyed by the reference audio as
   scored (clean and noisy samples, rate), the compute function's code and its
   parameters: so ``--jobs`` workers, which live for one engine, share it too,
-  and so does a later run.
+  and so does a later run;
+* without a cache (``--no-cache``), ``--jobs`` workers send what they computed
+  back with each clip (``computed_since``), the parent keeps it (``keep``),
+  and the next engine's workers, forked from it, start with it in memory.
 
 The values are the arrays ``compute`` returned, so a score made from them is
 the score made without sharing, bit for bit.
@@ -113,6 +116,22 @@ class _Memory:
 
 
 _memory = _Memory(MEMORY_BYTES)
+
+
+def memory_marker() -> frozenset[str]:
+    """What this process holds now, for ``computed_since``."""
+    return frozenset(_memory.entries)
+
+
+def computed_since(marker: frozenset[str]) -> dict[str, Features]:
+    """The features this process computed (or read) since ``marker``."""
+    return {key: value for key, (value, _) in _memory.entries.items() if key not in marker}
+
+
+def keep(features: dict[str, Features]) -> None:
+    """Features another process computed, held here as if computed here."""
+    for key, value in features.items():
+        _memory.put(key, value)
 
 
 def reference_key(clean: np.ndarray, noisy: np.ndarray, sample_rate: int) -> str:

@@ -102,3 +102,32 @@ def test_the_cache_shares_features_across_processes_and_runs(counted, registry, 
     assert not any(o.record.from_cache for outcomes in again.values() for o in outcomes)
     scores = {name: [o.record.scores for o in outcomes] for name, outcomes in first.items()}
     assert {name: [o.record.scores for o in outcomes] for name, outcomes in again.items()} == scores
+
+
+def test_without_a_cache_worker_pools_pass_features_to_the_next_engine(registry, clips, tmp_path, monkeypatch):
+    """--no-cache with --jobs: each engine's workers are forked afresh, so the
+    features come back to the parent with each clip and the next engine's
+    workers inherit them. Counted in a file, as the calls happen in workers."""
+    from nsbench.executors import ProcessPool
+
+    calls = tmp_path / "calls"
+    original = intelligibility.clean_bands
+
+    @functools.wraps(original)
+    def counting(audio, *params):
+        with calls.open("a") as log:
+            log.write("call\n")
+        return original(audio, *params)
+
+    monkeypatch.setattr(intelligibility, "clean_bands", counting)
+    reference._memory.clear()
+    try:
+        scores = {}
+        for name in ENGINES:
+            spec = registry.engines.get(name).spec
+            outcomes = list(run_engine(spec, {}, clips, specs(registry.metrics, ("stoi", "estoi")), executor=ProcessPool(2)))
+            scores[name] = [outcome.record.scores for outcome in outcomes]
+    finally:
+        reference._memory.clear()
+    assert calls.read_text().count("call") == len(clips)  # the first engine's workers only
+    assert all(len(clip_scores) == 2 for engine in scores.values() for clip_scores in engine)
