@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from tqdm import tqdm
 
-from nsbench import cache, conditions, provenance, streaming
+from nsbench import cache, conditions, malloc_tuning, provenance, streaming
 from nsbench.config import RunConfig
 from nsbench.results import ResultsWriter
 from nsbench.results import add_arguments as add_report_arguments
@@ -113,6 +113,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    malloc_tuning.keep_freed_memory()  # before any worker forks (nsbench.malloc_tuning says why)
     with signals_interrupt():
         try:
             return run_cli(argv)
