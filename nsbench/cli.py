@@ -29,7 +29,7 @@ from nsbench.progress import engine_progress
 from nsbench.registry import Registered, Registry, build_registry
 from nsbench.report import engine_result, file_stem
 from nsbench.executors import executor_for
-from nsbench.runner import LAG_COMPENSATION, Executor, run_engine
+from nsbench.runner import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, Executor, run_engine
 from nsbench.summary import alignment_summary, baselines_of, summarise
 from nsbench.terminal_summary import summary_text
 from nsbench.metric_options import bind_options, metric_provenance
@@ -169,6 +169,8 @@ class RunSettings:
     metric_identities: dict[str, str] = field(default_factory=dict)
     conditions: list[str] = field(default_factory=list)  # --condition, none first; [] without
     blocks: streaming.Blocks | None = None  # --block-size or --block-ms
+    upcoming: list[EngineSpec] = field(default_factory=list)  # the engines after the one running
+    built: dict[str, EngineHolder] = field(default_factory=dict)  # built ahead: build_next_engine
 
     def engine_options(self, engine: EngineSpec) -> dict[str, Any]:
         """What the engine's factory receives: the flags its plugin added (the
@@ -180,7 +182,11 @@ class RunSettings:
         return baseline_names(self.registry)
 
     def planned_runs(self, engine: EngineSpec) -> int:
-        return len(self.sources) * (len(self.config.seeds) if self.config.seeds and engine.seeded else 1)
+        return len(self.sources) * len(self.seeds(engine))
+
+    def seeds(self, engine: EngineSpec) -> list[int | None]:
+        """--seeds for a seeded engine; one run (seed None) for the others."""
+        return list(self.config.seeds) if self.config.seeds and engine.seeded else [None]
 
 
 @dataclass
@@ -226,17 +232,22 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
 def run_engines(settings: RunSettings, engines: list[EngineSpec]) -> int:
     """The run loop's top: each engine in turn; then the writer writes every file."""
     results, not_run, stop = [], {}, None
-    for index, engine in enumerate(engines):
-        try:
-            result, stop = run_one(engine, settings, first=not results)
-        except UserError as error:
-            print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
-            not_run[engine.name] = str(error)
-            continue
-        results += [result] if result else []
-        if stop:
-            not_run.update((later.name, f"not run: interrupted by {stop.signal.name}") for later in engines[index + 1 :])
-            break
+    try:
+        for index, engine in enumerate(engines):
+            settings.upcoming = engines[index + 1 :]
+            try:
+                result, stop = run_one(engine, settings, first=not results)
+            except UserError as error:
+                print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
+                not_run[engine.name] = str(error)
+                continue
+            results += [result] if result else []
+            if stop:
+                not_run.update((later.name, f"not run: interrupted by {stop.signal.name}") for later in engines[index + 1 :])
+                break
+    finally:
+        for holder in settings.built.values():  # built ahead for an engine that did not run
+            holder.discard()
     report, exit_code = settings.writer.finish(results, not_run, interruption_note(stop))
     if stop:
         print_interruption(stop, settings, engines[index + 1 :])
@@ -321,10 +332,8 @@ def run_and_log(
     """Runs the engine, adding each clip's record to ``records`` (and its line
     to the .clips.jsonl) as it comes, so an interrupt keeps every clip done."""
     config = settings.config
-    seeds: list[int | None] = [None]
-    if config.seeds and engine.seeded:
-        seeds = list(config.seeds)
-    elif config.seeds:
+    seeds = settings.seeds(engine)
+    if config.seeds and not engine.seeded:
         engine_notes.append("deterministic: run once, --seeds does not apply")
     log = settings.writer.clip_log(engine.name)
     total = len(settings.sources) * len(seeds)
@@ -335,7 +344,9 @@ def run_and_log(
         for outcome in run_seed(engine, settings, {**options, "seed": seed}, engine_notes, lag_compensation)
     )
     try:
-        for outcome in outcomes:
+        for done, outcome in enumerate(outcomes):
+            if not done:  # this engine's workers are busy: build the next one meanwhile
+                build_next_engine(settings)
             record = outcome.record
             with deferred():
                 records.append(record)
@@ -356,11 +367,39 @@ def run_and_log(
 def run_seed(engine: EngineSpec, settings: RunSettings, options: dict[str, Any], engine_notes: list[str], lag_compensation: float):
     keyed = {**options, LAG_COMPENSATION: lag_compensation} if lag_compensation else options
     identity = cache_identity(engine, settings, keyed) if settings.cache else None
+    built = settings.built.pop(engine.name, None)
+    if built is not None and built.options != options:  # built for another seed
+        built.discard()
+        built = None
     return run_engine(
         engine, options, settings.sources, settings.metrics, engine_notes, executor=settings.executor, cache=settings.cache,
         identity=identity, lag_compensation=lag_compensation, voice_drop_db=settings.config.voice_drop_db,
-        blocks=settings.blocks,
+        blocks=settings.blocks, built=built,
     )
+
+
+def build_next_engine(settings: RunSettings) -> None:
+    """Builds the next engine (loads its model, measures its delay) while the
+    current one's clips run in worker processes, rather than after, when the
+    workers have gone and the cores would wait on the parent alone. Only when
+    clips run elsewhere, and not for an engine the cache may serve whole (it
+    is then never built). A build that fails is dropped: the engine's own turn
+    builds it again and reports why, as without this."""
+    if settings.executor is None or not settings.upcoming:
+        return
+    engine = settings.upcoming[0]
+    if engine.name in settings.built:
+        return
+    options = {**settings.engine_options(engine), "seed": settings.seeds(engine)[0]}
+    holder = EngineHolder(engine, options)
+    try:
+        if settings.cache and settings.cache.knows(cache_identity(engine, settings, options).engine):
+            return
+        holder.get()
+    except ENGINE_FAULTS:
+        holder.discard()
+        return
+    settings.built[engine.name] = holder
 
 
 def cache_identity(engine: EngineSpec, settings: RunSettings, options: dict[str, Any]) -> cache.Identity:

@@ -158,6 +158,7 @@ def run_engine(
     lag_compensation: float = 0.0,
     voice_drop_db: float = checks.VOICE_DROP_DB,
     blocks: streaming.Blocks | None = None,
+    built: EngineHolder | None = None,
 ) -> Iterator[Outcome]:
     """Run one engine over every clip, in order. A clip that fails is recorded
     with its reason and the loop goes on. An engine that cannot be built raises
@@ -172,14 +173,20 @@ def run_engine(
     scores are all stored come from it first, and the engine is built only if
     some clip still needs it; what is computed is stored as it comes.
 
-    With ``blocks``, engines that can stream run block by block (nsbench.streaming)."""
+    With ``blocks``, engines that can stream run block by block (nsbench.streaming).
+
+    ``built``: the engine already built with these options (the run loop
+    builds the next engine while this one's clips run in workers); it is
+    used, or closed if every clip comes from the cache."""
     run = EngineRun(spec, options, metrics, cache if identity else None, identity, lag_compensation, voice_drop_db, blocks)
     stored = complete_in_cache(run, sources)
     missing = [source for index, source in enumerate(sources) if index not in stored]
     if not missing:
+        if built is not None:
+            built.discard()
         yield from stored.values()
         return
-    holder = EngineHolder(spec, options)
+    holder = built if built is not None else EngineHolder(spec, options)
     try:
         try:
             holder.get()

@@ -15,7 +15,7 @@ from nsbench.cli import main
 from nsbench.executors import ProcessPool
 from nsbench.runner import run_engine
 
-from conftest import tone_and_noise, write_wav
+from conftest import make_folder_dataset, tone_and_noise, write_wav
 from test_runner import engine_spec, in_memory_source, metrics
 
 TIMING = {"rtf_cpu", "rtf_wall"}
@@ -99,3 +99,70 @@ def test_clips_that_cannot_be_sent_to_workers_run_serially_and_say_so():
     outcomes = list(run_engine(engine_spec(lambda o: Passthrough()), {}, unpicklable, metrics("si_sdr"), notes, executor=ProcessPool(2)))
     assert len(outcomes) == 3 and all(not o.record.failed for o in outcomes)
     assert notes and notes[0].startswith("ran serially: the dataset's clips cannot be sent to worker processes")
+
+
+BUILD_AHEAD_PLUGIN = '''
+import os, time
+from nsbench.hookspecs import hookimpl
+from nsbench.types import EngineSpec
+
+def log(*words):
+    with open(os.environ["BUILD_LOG"], "a") as handle:
+        handle.write(" ".join(str(word) for word in words) + "\\n")
+
+class Slow:
+    """Its clips take a while, so the next engine's build can fall within them."""
+    def process(self, audio):
+        time.sleep(0.3)
+        log("slow-clip-done", time.time())
+        return audio
+    def close(self):
+        pass
+
+class Next:
+    def __init__(self):
+        log("next-built", os.getpid(), time.time())
+    def process(self, audio):
+        return 0.5 * audio
+    def close(self):
+        pass
+
+def broken(options):
+    log("broken-build", os.getpid())
+    raise RuntimeError("no model here")
+
+@hookimpl
+def register_engines(register):
+    register(EngineSpec(name="slow", factory=lambda options: Slow(), description="sleeps", sample_rate=16000, delay=0))
+    register(EngineSpec(name="next", factory=lambda options: Next(), description="halves", sample_rate=16000, delay=0))
+    register(EngineSpec(name="broken", factory=broken, description="cannot start", sample_rate=16000, delay=0))
+'''
+
+
+def test_the_next_engine_is_built_while_this_ones_clips_run(tmp_path, monkeypatch, capsys):
+    """With worker processes the parent builds the next engine (a model to
+    load, a delay to measure) during the current engine's clips, once, and
+    hands it to that engine's run; a build that fails is reported once, at
+    the engine's own turn, as without building ahead."""
+    plugin = tmp_path / "build_ahead_plugin.py"
+    plugin.write_text(BUILD_AHEAD_PLUGIN)
+    log = tmp_path / "build.log"
+    monkeypatch.setenv("BUILD_LOG", str(log))
+    data = make_folder_dataset(tmp_path / "data", 4)
+    argv = ["--plugin", str(plugin), "--engine", "slow", "--engine", "next", "--engine", "broken", "--dataset", "folder",
+            "--data-folder", str(data), "--metric", "si_sdr", "--jobs", "2", "--no-cache", "--quiet", "--no-plots",
+            "--no-html", "--results-folder", str(tmp_path / "results")]
+    assert main(argv) == 0
+    lines = [line.split() for line in log.read_text().splitlines()]
+    parent = str(os.getpid())
+    next_in_parent = [float(line[2]) for line in lines if line[0] == "next-built" and line[1] == parent]
+    assert len(next_in_parent) == 1  # built ahead, then used: not built again
+    slow_done = sorted(float(line[1]) for line in lines if line[0] == "slow-clip-done")
+    assert len(slow_done) == 4 and next_in_parent[0] < slow_done[-1]  # while slow's clips ran
+    # "broken" is built ahead during next's clips and fails; its own turn
+    # builds it again and reports it.
+    assert [line[0] for line in lines].count("broken-build") == 2
+    err = capsys.readouterr().err
+    assert err.count("nsbench: broken skipped: engine 'broken' could not start: RuntimeError: no model here") == 1
+    summary = json.loads((tmp_path / "results" / "folder" / "next.json").read_text())
+    assert summary["metrics"]["si_sdr"]  # the engine built ahead ran its clips
