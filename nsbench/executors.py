@@ -21,6 +21,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from threadpoolctl import threadpool_limits
+
 from nsbench import reference
 from nsbench.external import PrivateFolder
 from nsbench.runner import EngineHolder, EngineRun, Executor, Outcome, in_process, run_clip, sources_pickle
@@ -37,8 +39,15 @@ def executor_for(kind: str, jobs: int, scheduler: str | None, engines: Sequence[
 
         with dask_client(scheduler, jobs, engines) as client:
             yield DaskExecutor(client)
+    elif jobs > 1:
+        # Each worker is one core's work. A BLAS thread (OpenBLAS starts one
+        # per core, and its threads spin after each call they share) takes a
+        # core another worker needs: every process of the run, this one
+        # included, keeps to one. Forked workers inherit the limit.
+        with threadpool_limits(limits=1):
+            yield ProcessPool(jobs)
     else:
-        yield ProcessPool(jobs) if jobs > 1 else None
+        yield None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from nsbench.audio import load_pair
 from nsbench.types import ClipSource
@@ -166,3 +167,48 @@ def test_the_next_engine_is_built_while_this_ones_clips_run(tmp_path, monkeypatc
     assert err.count("nsbench: broken skipped: engine 'broken' could not start: RuntimeError: no model here") == 1
     summary = json.loads((tmp_path / "results" / "folder" / "next.json").read_text())
     assert summary["metrics"]["si_sdr"]  # the engine built ahead ran its clips
+
+
+BLAS_PLUGIN = '''
+import os
+from threadpoolctl import threadpool_info
+from nsbench.hookspecs import hookimpl
+from nsbench.types import EngineSpec
+
+class Counting:
+    """Logs the BLAS threads its process may use, per clip."""
+    def process(self, audio):
+        threads = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+        with open(os.environ["BLAS_LOG"], "a") as handle:
+            handle.write(f"{os.getpid()} {max(threads)}\\n")
+        return audio
+    def close(self):
+        pass
+
+@hookimpl
+def register_engines(register):
+    register(EngineSpec(name="blas-counting", factory=lambda options: Counting(), description="logs", sample_rate=16000, delay=0))
+'''
+
+
+def test_worker_processes_keep_to_one_blas_thread(tmp_path, monkeypatch):
+    """Each worker is a core's work: a BLAS thread pool per worker would take
+    the cores the other workers run on (OpenBLAS starts one thread per core)."""
+    from threadpoolctl import threadpool_info
+
+    blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    if not blas or max(blas) < 2:
+        pytest.skip("BLAS runs one thread here anyway")
+    plugin = tmp_path / "blas_plugin.py"
+    plugin.write_text(BLAS_PLUGIN)
+    log = tmp_path / "blas.log"
+    monkeypatch.setenv("BLAS_LOG", str(log))
+    data = make_folder_dataset(tmp_path / "data", 4)
+    argv = ["--plugin", str(plugin), "--engine", "blas-counting", "--dataset", "folder", "--data-folder", str(data),
+            "--metric", "si_sdr", "--jobs", "2", "--no-cache", "--quiet", "--no-plots", "--no-html",
+            "--results-folder", str(tmp_path / "results")]
+    assert main(argv) == 0
+    rows = [line.split() for line in log.read_text().splitlines()]
+    assert len(rows) == 4 and {pid for pid, _ in rows} != {str(os.getpid())}
+    assert {threads for _, threads in rows} == {"1"}
+    assert max(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas") == max(blas)  # restored after
