@@ -135,9 +135,9 @@ def run_in_workers(run: EngineRun, sources: Sequence[ClipSource], jobs: int, not
 
 
 def import_metric_packages(run: EngineRun) -> None:
-    """The packages the metrics load when they first score (pystoi pulls in
-    scipy.signal and scipy.stats: 1-2 s), loaded here before the fork: every
-    worker of every engine inherits them, rather than each importing its own."""
+    """The packages the metrics load when they first score (``requires``: the
+    PESQ and DNSMOS packages, say), loaded here before the fork: every worker
+    of every engine inherits them, rather than each importing its own."""
     for metric in run.metrics:
         for module in metric.requires:
             with contextlib.suppress(ImportError):
