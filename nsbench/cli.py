@@ -17,15 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from tqdm import tqdm
-
 from nsbench import cache, conditions, malloc_tuning, provenance, streaming
 from nsbench.config import RunConfig
 from nsbench.results import ResultsWriter
 from nsbench.results import add_arguments as add_report_arguments
 from nsbench.interrupts import Interrupted, as_interrupted, deferred, signals_interrupt
 from nsbench.plugins import get_plugin_manager
-from nsbench.progress import engine_progress
+from nsbench.progress import engine_progress, say
 from nsbench.registry import Registered, Registry, build_registry
 from nsbench.report import engine_result, file_stem
 from nsbench.executors import executor_for
@@ -354,9 +352,9 @@ def run_and_log(
             for warning in outcome.warnings:
                 if warning not in settings.warned:
                     settings.warned.add(warning)
-                    tqdm.write(f"nsbench: {warning}", file=sys.stderr)
+                    say(f"nsbench: {warning}")
             if record.failed:
-                tqdm.write(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}", file=sys.stderr)
+                say(f"nsbench: {engine.name} failed on {record.clip_id}: {record.error}")
             progress.update()
     finally:
         outcomes.close()  # an interrupt here, not in the engine: close it (and stop its workers) now
