@@ -383,7 +383,7 @@ def build_next_engine(settings: RunSettings) -> None:
     clips run elsewhere, and not for an engine the cache may serve whole (it
     is then never built). A build that fails is dropped: the engine's own turn
     builds it again and reports why, as without this."""
-    if settings.executor is None or not settings.upcoming:
+    if settings.executor is None or len(settings.sources) < 2 or not settings.upcoming:  # clips run here
         return
     engine = settings.upcoming[0]
     if engine.name in settings.built:

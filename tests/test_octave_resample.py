@@ -26,10 +26,11 @@ def test_block_edges_keep_the_same_bits(monkeypatch):
     """Outputs computed a block at a time, with blocks far smaller than usual,
     including blocks shorter than the filter."""
     signal = np.random.default_rng(3).standard_normal(30001)
-    for block in (7, 1000, 4097):
+    for block, length in ((7, 3001), (1000, 30001), (4097, 30001)):  # tiny blocks on a short signal: a call per tap each
         monkeypatch.setattr(octave, "BLOCK_OUTPUTS", block)
         for rate in (16000, 48000, 8000):
-            assert np.array_equal(octave.resample_oct(signal, 10000, rate), utils.resample_oct(signal, 10000, rate))
+            ours = octave.resample_oct(signal[:length], 10000, rate)
+            assert np.array_equal(ours, utils.resample_oct(signal[:length], 10000, rate))
 
 
 def test_speech_level_signals_and_digital_silence():
