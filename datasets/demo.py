@@ -329,10 +329,11 @@ def generate(folder: Path, seed: int, bundle: Path) -> None:
     generated_set.generate(folder, plan(seed, recordings), made, SAMPLE_RATE)
 
 
-def demo_folder(seed: int) -> Path:
-    """The generated set for ``seed``, made on first use; the bundle is checked first, every time."""
+def demo_folder(seed: int, digest: str | None = None) -> Path:
+    """The generated set for ``seed``, made on first use; the bundle is checked
+    first, every time (``digest``: verify_bundle's, where the caller just checked it)."""
     bundle = BUNDLE_FOLDER
-    digest = verify_bundle(bundle)
+    digest = digest or verify_bundle(bundle)
     folder = cache_root() / f"demo-real-v{GENERATOR_VERSION}-seed{seed}-bundle{digest[:16]}"
     if not (folder / "manifest.json").is_file():
         print(f"nsbench: mixing the demo set in {folder} (once)", file=sys.stderr)
@@ -346,14 +347,15 @@ def clips(options: Mapping[str, Any]) -> list[ClipSource]:
 
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     seed = options.get("demo_seed", DEFAULT_SEED)
-    folder = demo_folder(seed)
+    digest = verify_bundle(BUNDLE_FOLDER)
+    folder = demo_folder(seed, digest)
     return {
         "seed": seed,
         "generator_version": GENERATOR_VERSION,
         "folder": str(folder),
         "content_sha256": generated_set.content_hash(folder),
         "bundle": str(BUNDLE_FOLDER),
-        "bundle_sha256sums": verify_bundle(BUNDLE_FOLDER),
+        "bundle_sha256sums": digest,
         "attribution": ATTRIBUTION_TEXT,
     }
 
