@@ -32,3 +32,14 @@ def test_silence_and_unrelated_signals_give_no_lag():
     a, b = rng.standard_normal(16000), rng.standard_normal(16000)
     assert estimate_lag(np.zeros(16000), a, max_lag=1600) is None
     assert estimate_lag(a, b, max_lag=1600) is None
+
+
+def test_next_fast_len_gives_scipys_real_transform_sizes():
+    """alignment uses numpy.fft (scipy.fft costs 0.2-0.3 s to import) with its
+    own next_fast_len: the 5-smooth sizes scipy.fft.next_fast_len(real=True) gives."""
+    from scipy.fft import next_fast_len as scipy_next_fast_len
+
+    from nsbench.alignment import next_fast_len
+
+    targets = [*range(1, 3000), 64001, 161601, 480000, 480001]
+    assert [next_fast_len(n) for n in targets] == [scipy_next_fast_len(n, real=True) for n in targets]
