@@ -330,6 +330,9 @@ class MetricSpec:
 
     ``ignores`` says in a few words what the metric cannot see (shown beside it in
     reports, so a scale-invariant score is never read as a level check).
+    ``needs_reference``: the metric reads the clean reference (every intrusive
+    metric); a clip without one skips it, uncounted as a failure. A metric that
+    judges the output alone (or against the input) says False.
     ``needs_voice``: the metric is meaningless when the clean target is silent
     (music-only clips) and is skipped there. The function raises MetricUndefined
     when it has no value on a clip; any other exception fails this metric on
@@ -356,6 +359,7 @@ class MetricSpec:
     description: str
     ignores: str
     needs_voice: bool = True
+    needs_reference: bool = True
     requires: tuple[str, ...] = ()
     install: str = ""
     version: Callable[[], str] | str = ""
