@@ -8,7 +8,9 @@
 clip, without a shell: the template is split like a shell would split it, then
 ``{input}`` and ``{output}`` are replaced inside each argument, so a path with
 spaces, quotes or ``;`` stays one argument. It reads and writes audio files in
-the format ``--command-format`` at ``--command-rate``.
+the format ``--command-format`` at ``--command-rate``. ``--command-delay``
+declares the samples its output lags (the spec's delay, removed by the
+harness); ``--command-name`` names it in the reports.
 """
 from __future__ import annotations
 
@@ -134,6 +136,22 @@ class CommandEngine(Engine):
         self.folder.close()
 
 
+def command_declared(options: Mapping[str, Any]) -> dict[str, Any]:
+    """--command-delay into the spec's delay (samples at --command-rate, which
+    the harness removes as it removes any engine's), --command-name into its
+    name; the whole command line stays in the description (the JSON's engine_info)."""
+    delay = options.get("command_delay") or 0
+    if delay < 0:
+        raise UserError(f"--command-delay must be at least 0 samples, got {delay}")
+    declared: dict[str, Any] = {"delay": delay} if delay else {}
+    name = (options.get("command_name") or "").strip()
+    if name:
+        if ":" in name:
+            raise UserError(f"--command-name {name!r}: a name without ':' (that prefix names an engine family)")
+        declared |= {"name": name, "description": f"your program, per clip: {options['engine_argument']}"}
+    return declared
+
+
 def build_command(options: Mapping[str, Any]) -> CommandEngine:
     return CommandEngine(
         options["engine_argument"],
@@ -150,6 +168,10 @@ def add_arguments(parser):
     group.add_argument("--command-rate", type=int, default=DEFAULT_RATE, help="sample rate a command: engine reads and writes")
     group.add_argument("--command-format", choices=sorted(COMMAND_FORMATS), default="wav-float", help="file format written for a command: engine")
     group.add_argument("--command-timeout", type=float, default=60.0, help="seconds before a command: engine is killed (per clip)")
+    group.add_argument("--command-delay", type=int, default=0, metavar="SAMPLES",
+                       help="samples (at --command-rate) a command: engine's output lags its input; the harness removes them")
+    group.add_argument("--command-name", metavar="NAME",
+                       help="the name a command: engine has in the reports instead of its whole command line")
 
 
 @hookimpl
@@ -158,5 +180,5 @@ def register_engines(register):
     common = {"sample_rate": MEASURED, "default": False, "takes_argument": True}
     register(EngineSpec(name="python", factory=build_python, delay=MEASURED, fingerprint=python_fingerprint,
                         description="your Python function or class: --engine python:package.module:name", **common))
-    register(EngineSpec(name="command", factory=build_command, delay=0, fingerprint=command_fingerprint,
+    register(EngineSpec(name="command", factory=build_command, delay=0, fingerprint=command_fingerprint, declared_by=command_declared,
                         description="your program, per clip: --engine 'command:tool --in {input} --out {output}'", **common))

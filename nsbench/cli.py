@@ -200,7 +200,7 @@ class Stopped:
 def benchmark(config: RunConfig, registry: Registry) -> int:
     dataset = registry.datasets.require_available(config.dataset).spec
     check_arguments(config, dataset)
-    engines = select_engines(list(config.engines), registry)
+    engines = [declared_by_flags(spec, config, registry) for spec in select_engines(list(config.engines), registry)]
     metrics, metric_options = bind_options(select_metrics(list(config.metrics), registry), dict(config.dataset_options), registry)
     chosen = conditions.resolve(list(config.conditions), registry.conditions)  # a missing codec stops the run here
     sources = dataset.clips(dict(config.dataset_options))[: config.limit]
@@ -511,6 +511,25 @@ def select_engines(names: list[str], registry: Registry) -> list[EngineSpec]:
         else:
             print(f"nsbench: {record.spec.name} not available ({record.spec.install})", file=sys.stderr)
     return chosen
+
+
+def declared_by_flags(spec: EngineSpec, config: RunConfig, registry: Registry) -> EngineSpec:
+    """The spec with the facts its flags declare (``EngineSpec.declared_by``):
+    a command: engine's delay goes into the spec's delay field, like any
+    engine's, and a display name becomes the engine's name, registered so
+    that everything that looks the engine up by name finds it."""
+    if spec.declared_by is None:
+        return spec
+    record = registry.engines.get(spec.name)
+    changes = dict(spec.declared_by(config.engine_options(record.plugin)))
+    if not changes:
+        return spec
+    declared = dataclasses.replace(spec, declared_by=None, **changes)
+    if declared.name != spec.name:
+        if declared.name in registry.engines:
+            raise UserError(f"engine name '{declared.name}' for {spec.name} is taken already: give each engine its own name")
+        registry.engines.add(dataclasses.replace(record, spec=declared))
+    return declared
 
 
 def baseline_names(registry: Registry) -> list[str]:

@@ -90,8 +90,9 @@ class Kind(Generic[SpecT]):
         if not argument or record is None or not getattr(record.spec, "takes_argument", False):
             return None
         bound = {"factory": functools.partial(build_with_argument, record.spec.factory, argument)}
-        if getattr(record.spec, "fingerprint", None) is not None:  # it reads the argument too
-            bound["fingerprint"] = functools.partial(build_with_argument, record.spec.fingerprint, argument)
+        for reader in ("fingerprint", "declared_by"):  # they read the argument too
+            if getattr(record.spec, reader, None) is not None:
+                bound[reader] = functools.partial(build_with_argument, getattr(record.spec, reader), argument)
         spec = dataclasses.replace(record.spec, name=name, takes_argument=False, **bound)
         return dataclasses.replace(record, spec=spec)
 

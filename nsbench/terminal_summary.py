@@ -30,6 +30,7 @@ def summary_text(
         lines.append(f"{ORACLE_MARK}: uses the clean reference; an upper bound, not an engine")
     lines += wrapped(verdict_text(results))
     lines += wrapped(flags_text(results))
+    lines += [line for text in constant_lag_texts(results) for line in wrapped(text)]
     if not_run:
         lines += wrapped("not run: " + "; ".join(f"{name} ({why})" for name, why in not_run.items()))
     lines += [f"report: {reports[0]}", *(f"        {path}" for path in reports[1:])]
@@ -77,6 +78,25 @@ def flags_text(results: Sequence[Mapping[str, Any]]) -> str:
         for r in results if r.get("flags")
     ]
     return "flags: " + ("; ".join(parts) if parts else "none")
+
+
+def constant_lag_texts(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """An engine whose output lags the clean voice by one amount on most clips
+    is scored against a shifted reference: say so, and how to fix it."""
+    texts = []
+    for result in results:
+        alignment = result.get("alignment", {})
+        lag = alignment.get("constant_lag")
+        if not lag or alignment.get("compensation"):
+            continue
+        side = "late" if lag["samples"] > 0 else "early"
+        texts.append(
+            f"lag: {result['engine']} is {side} by {plural(abs(lag['samples']), 'sample')} at {lag['sample_rate']} Hz on "
+            f"{lag['clips']} of {plural(alignment.get('measured_clips', lag['clips']), 'clip')}, so its scores are of a shifted "
+            "output: rerun with --align-constant-lag, or declare the delay (a command: engine: --command-delay SAMPLES, "
+            "at --command-rate)"
+        )
+    return texts
 
 
 NO_BREAK = "\u00a0"  # textwrap breaks at ASCII whitespace only

@@ -186,6 +186,10 @@ class EngineSpec:
     # What identifies the engine's outputs beyond its name, version, code and
     # options, for the cache (nsbench.cache): e.g. the digest of a user's binary.
     fingerprint: Callable[[Mapping[str, Any]], str] | None = None
+    # For a family whose facts its own flags give (a command: engine's delay
+    # and display name): spec fields to replace, from the options; applied
+    # once, when the run selects the engine (nsbench.cli.declared_by_flags).
+    declared_by: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
     # A reference engine every other is compared with, clip by clip (passthrough,
     # rnnoise), as ``oracle`` marks upper bounds.
     baseline: bool = False

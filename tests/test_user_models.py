@@ -13,6 +13,7 @@ import pytest
 from nsbench.cli import main
 from nsbench.plugins import get_plugin_manager
 from nsbench.registry import build_registry
+from nsbench.report import file_stem
 from nsbench.runner import run_engine
 from nsbench.types import UserError
 
@@ -166,3 +167,61 @@ def test_cli_writes_engine_names_with_odd_characters_as_safe_file_names(tmp_path
     files = sorted(p.name for p in (tmp_path / "demo").iterdir() if p.suffix in (".json", ".jsonl"))
     assert "passthrough.json" in files and len(files) == 4
     assert all("/" not in f and "{" not in f and " " not in f for f in files)
+
+
+DELAY_BY = str(REPO_ROOT / "tests" / "programs" / "delay_by.py")
+
+
+def delayed_run(tmp_path, capsys, folder: str, samples: int, *flags: str) -> tuple[dict, str]:
+    """The demo's first 3 clips through delay_by.py: its <engine>.json (with its
+    clips' lines as ``clip_lines``) and the terminal summary."""
+    argv = ["--engine", command(sys.executable, DELAY_BY, str(samples), "{input}", "{output}"), "--limit", "3",
+            "--metric", "si_sdri", "--metric", "stoi", "--no-plots", "--results-folder", str(tmp_path / folder), *flags]
+    capsys.readouterr()
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    results = [json.loads(p.read_text()) for p in (tmp_path / folder / "demo").glob("*.json")]
+    result = next(r for r in results if r["engine"] != "passthrough")
+    lines = (tmp_path / folder / "demo" / f"{file_stem(result['engine'])}.clips.jsonl").read_text().splitlines()
+    return {**result, "clip_lines": [json.loads(line) for line in lines]}, out
+
+
+def per_clip(result: dict, metric: str) -> dict[str, float]:
+    return {clip["clip_id"]: clip["scores"][metric] for clip in result["clip_lines"]}
+
+
+def test_a_declared_command_delay_is_removed_and_its_name_replaces_the_command_line(tmp_path, capsys):
+    """A program that outputs its input 40 samples late: undeclared, it scores
+    as a shifted output and the summary says how to fix it; with
+    --command-delay 40 the harness removes the lag (through the spec's delay,
+    as for any engine) and it scores as the undelayed program, clip by clip,
+    under the --command-name the reports show."""
+    undelayed, _ = delayed_run(tmp_path, capsys, "zero", 0, "--no-html")
+    late, late_summary = delayed_run(tmp_path, capsys, "late", 40, "--no-html")
+    declared, summary = delayed_run(tmp_path, capsys, "declared", 40, "--command-delay", "40", "--command-name", "late-40")
+    assert late["alignment"]["constant_lag"]["samples"] == 40
+    unwrapped = late_summary.replace("\n  ", " ")
+    assert f"lag: {late['engine']} is late by 40 samples at 16000 Hz on 3 of 3 clips" in unwrapped
+    assert "--align-constant-lag" in unwrapped and "--command-delay" in unwrapped
+    # The same program, the same clips, the delay removed exactly: only the float formatting of the files could differ.
+    for metric in ("si_sdri", "stoi"):
+        expected, got = per_clip(undelayed, metric), per_clip(declared, metric)
+        assert got.keys() == expected.keys()
+        for clip in expected:
+            assert got[clip] == pytest.approx(expected[clip], rel=1e-9, abs=1e-9), (metric, clip)
+        assert min(per_clip(late, "si_sdri").values()) < min(expected.values()) - 3  # the lag costs: the test measures something
+    assert declared["engine"] == "late-40" and declared["engine_info"]["declared_delay"] == 40
+    assert DELAY_BY in declared["engine_info"]["description"]  # the whole command line, kept in the JSON
+    assert declared["alignment"]["sample_aligned"] and "lag:" not in summary
+    folder = tmp_path / "declared" / "demo"
+    assert (folder / "late-40.json").is_file()
+    for text in (summary, (folder / "report.md").read_text(), (folder / "report.html").read_text()):
+        assert "late-40" in text and "delay_by.py" not in text.replace(str(folder), "")
+
+
+def test_command_flags_that_cannot_be_applied_are_user_errors(tmp_path):
+    program = command(sys.executable, DELAY_BY, "0", "{input}", "{output}")
+    base = ["--engine", program, "--limit", "1", "--quiet", "--results-folder", str(tmp_path)]
+    assert main([*base, "--command-delay", "-3"]) == 2
+    assert main([*base, "--command-name", "passthrough"]) == 2  # an engine's name already
+    assert main([*base, "--engine", command(sys.executable, DELAY_BY, "1", "{input}", "{output}"), "--command-name", "mine"]) == 2
