@@ -119,6 +119,19 @@ def fmt(value: float, decimals: int) -> str:
     return f"{value:.{decimals}f}"
 
 
+def fmt_timing(value: float | None) -> str:
+    """A real-time factor: never 0.000 for an engine that ran (a passthrough
+    takes microseconds), so below a thousandth it says so."""
+    if value is None or math.isnan(value):
+        return "–"
+    return "<0.001" if value < 0.0005 else f"{value:.3f}"
+
+
+def fmt_value(name: str, value: float, decimals: int) -> str:
+    """A table cell: timings as fmt_timing, the rest to ``decimals``."""
+    return fmt_timing(value) if name.startswith("rtf") else fmt(value, decimals)
+
+
 def table_columns(results: Sequence[Mapping[str, Any]], extra: Sequence[str]) -> list[tuple[str, str, int]]:
     """The standard columns the results have, then the dataset's own."""
     shown = [*TABLE_COLUMNS, *((name, name, 2) for name in extra)]
@@ -153,7 +166,7 @@ def cell_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], ex
     for cell, rows in by_cell.items():
         for engine, row in rows:
             failed = f" ({row['failures']} failed)" if row["failures"] else ""
-            values = [fmt(row["metrics"].get(name, {}).get("mean", math.nan), d) for name, _, d in columns]
+            values = [fmt_value(name, row["metrics"].get(name, {}).get("mean", math.nan), d) for name, _, d in columns]
             ci = [interval(row["metrics"].get(headline, {}).get("mean_ci95"), 2)] * with_ci
             lines.append([*cell, engine, f"{row['clips']}{failed}", *values, *ci])
     return header, lines
@@ -224,12 +237,21 @@ def summary_rows(results: Sequence[Mapping[str, Any]]) -> Table:
             worst_name,
             fmt(worst.get("mean", math.nan), 2),
             fmt(result["stoi"], 3),
-            fmt(result["rtf"], 3),
-            fmt(result["rtf_wall"], 3),
+            fmt_timing(result["rtf"]),
+            fmt_timing(result["rtf_wall"]),
             result.get("alignment", {}).get("text", "–"),
             flag_cell(result),
         ])
-    return header, rows
+    return without_uncomputed((header, rows), ("STOI",))
+
+
+def without_uncomputed(table: Table, optional: Sequence[str]) -> Table:
+    """The table without the ``optional`` columns no engine has a value in
+    (STOI in a --metric wer run): a column of dashes says nothing."""
+    header, rows = table
+    empty = {i for i, title in enumerate(header) if title in optional and all(row[i] == "–" for row in rows)}
+    keep = [i for i in range(len(header)) if i not in empty]
+    return [header[i] for i in keep], [[row[i] for i in keep] for row in rows]
 
 
 def interval(bounds: Sequence[float] | None, decimals: int) -> str:

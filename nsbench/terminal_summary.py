@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsbench import highlights
-from nsbench.report import fmt, headline_of, interval
+from nsbench.report import fmt, fmt_timing, headline_of, interval
 from nsbench.summary import plural
 
 ORACLE_MARK = "[oracle]"
@@ -23,12 +23,13 @@ def summary_text(
     headline = headline_of(results)
     unit = highlights.headline_unit(results, headline)
     clips = max((r["clips"] for r in results), default=0)
-    lines = [f"nsbench {dataset}: {clips} clips; {headline} ({unit}, {highlights.headline_direction(results)}): "
-             f"mean [95% CI] over clips"]
+    lines = [f"nsbench {dataset}: {clips} clips; {headline} ({unit}, {highlights.headline_direction(results)}) "
+             f"ranks the engines: mean [95% CI] over clips"]
     lines += engine_table(results, headline)
     if any(highlights.is_oracle(r) for r in results):
         lines.append(f"{ORACLE_MARK}: uses the clean reference; an upper bound, not an engine")
     lines += wrapped(verdict_text(results))
+    lines += wrapped(difference_direction(results))
     lines += wrapped(flags_text(results))
     lines += [line for text in constant_lag_texts(results) for line in wrapped(text)]
     if not_run:
@@ -38,7 +39,9 @@ def summary_text(
 
 
 def engine_table(results: Sequence[Mapping[str, Any]], headline: str) -> list[str]:
-    header = ["engine", f"{headline} [95% CI]", "STOI", "RTF", "flagged", f"worst cell ({headline} there)"]
+    stoi = any(computed(result.get("stoi")) for result in results)  # not with --metric wer: no column of dashes
+    rtf = any(computed(result.get("rtf")) for result in results)
+    header = ["engine", f"{headline} [95% CI]", *["STOI"] * stoi, *["RTF"] * rtf, "flagged", f"worst cell ({headline} there)"]
     rows = [header]
     for result in results:
         stats = result["metrics"].get(headline, {})
@@ -48,8 +51,8 @@ def engine_table(results: Sequence[Mapping[str, Any]], headline: str) -> list[st
         rows.append([
             name,
             f"{fmt(stats.get('mean', math.nan), 2)} {interval(stats.get('mean_ci95'), 2)}",
-            fmt(result.get("stoi", math.nan), 3),
-            fmt(result.get("rtf", math.nan), 3),
+            *[fmt(result.get("stoi", math.nan), 3)] * stoi,
+            *[fmt_timing(result.get("rtf", math.nan))] * rtf,
             (plural(flagged, "clip") if flagged else "–") + failed,
             highlights.worst_cell_text(result),
         ])
@@ -70,6 +73,20 @@ def verdict_text(results: Sequence[Mapping[str, Any]]) -> str:
     if unclear:
         text += f"; not distinguishable: {', '.join(unclear)}"
     return text
+
+
+def computed(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not math.isnan(value)
+
+
+def difference_direction(results: Sequence[Mapping[str, Any]]) -> str:
+    """For a lower-is-better headline (--metric wer), what the signed numbers
+    in the verdicts mean, so that "speex (-0.01)" reads as an improvement."""
+    verdicts = highlights.headline_verdicts(results)
+    if not verdicts or highlights.headline_direction(results) == "higher is better":
+        return ""
+    return (f"in brackets: the mean {headline_of(results)} difference, engine minus {verdicts[0].baseline}; "
+            "lower is better, so a negative one is an improvement")
 
 
 def flags_text(results: Sequence[Mapping[str, Any]]) -> str:
