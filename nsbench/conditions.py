@@ -300,17 +300,23 @@ def loss_lines(results: Sequence[Mapping[str, Any]], metric: str, higher_is_bett
 def report_parts(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     """report.md's paragraph for its top section (each engine's worst
     condition against none) and its per-condition section."""
-    from nsbench.report import BASELINE_ENGINE, cell_table, headline_higher_is_better, headline_of
+    from nsbench.report import BASELINE_ENGINE, headline_higher_is_better, headline_of, markdown_table
 
     ordered = sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
     headline = headline_of(ordered)
     lines = loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), BASELINE_ENGINE)
     top = ["**Input conditions**: where each engine loses most against its gain under none "
            f"(per-condition means below).\n\n" + "\n".join(lines)] if lines else []
-    table = cell_table([{**result, "cells": result.get("conditions", [])} for result in ordered], (LABEL,))
-    section = (
-        "## Per condition\n\n"
-        "Means over every clip under each input condition (--condition). The passthrough's row is the input's own "
-        "score under that condition; an engine's gain (SI-SDRi) is over that conditioned input.\n\n" + table
-    )
+    section = f"## Per condition\n\n{CONDITIONS_TEXT}\n\n" + markdown_table(condition_rows(ordered))
     return top, [section]
+
+
+CONDITIONS_TEXT = ("Means over every clip under each input condition (--condition). The passthrough's row is the input's own "
+                   "score under that condition; an engine's gain (SI-SDRi) is over that conditioned input.")
+
+
+def condition_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The per-condition table (report.md's and report.html's): cell rows over each engine's condition cells."""
+    from nsbench.report import cell_rows
+
+    return cell_rows([{**result, "cells": result.get("conditions", [])} for result in results], (LABEL,))

@@ -122,7 +122,10 @@ def write_html(
     comparison: Table | None = None,
     comparison_text: str = "",
     grid: Grid | None = None,
+    sections: Sequence[str] = (),
 ) -> Path:
+    """``sections``: HTML the run adds after the per-cell table (the streaming
+    and per-condition tables: streaming_html, conditions_html)."""
     ordered = highlights.ordered(results)
     body = [
         f"<h1>nsbench report: {esc(dataset)}</h1>",
@@ -145,7 +148,7 @@ def write_html(
     ]
     if comparison is not None:
         body += ["<h2>Compared with stored results</h2>", f"<p>{esc(comparison_text)}</p>", table(comparison, "comparison")]
-    body += ["<h2>Per cell</h2>", filter_box("cells"), table(cell_rows(ordered, cell_keys, extra_columns), "cells")]
+    body += ["<h2>Per cell</h2>", filter_box("cells"), table(cell_rows(ordered, cell_keys, extra_columns), "cells"), *sections]
     pooled = pooled_rows(ordered, cell_keys)
     if pooled[1]:
         body += ["<h2>Pooled over items</h2>", f"<p>{esc(pooled_text(ordered))}</p>", table(pooled, "pooled")]
@@ -162,6 +165,28 @@ def write_html(
     path = folder / "report.html"
     path.write_text(page)
     return path
+
+
+def streaming_html(results: Sequence[Mapping[str, Any]], blocks: Any, jobs: int) -> str:
+    """report.md's streaming section (--block-size), the same rows."""
+    from nsbench import streaming
+
+    ordered = highlights.ordered(results)
+    return ("<h2>Streaming: block by block</h2>" f"<p>{esc(streaming.report_text(ordered, blocks, jobs))}</p>"
+            + table(streaming.report_rows(ordered), "streaming"))
+
+
+def conditions_html(results: Sequence[Mapping[str, Any]]) -> str:
+    """report.md's per-condition section (--condition): where each engine loses most, then the same table."""
+    from nsbench import conditions
+    from nsbench.report import headline_higher_is_better
+
+    ordered = highlights.ordered(results)
+    headline = headline_of(ordered)
+    losses = conditions.loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), BASELINE_ENGINE)
+    items = "".join(f"<li>{esc(line.removeprefix('- ').replace('**', ''))}</li>" for line in losses)
+    return ("<h2>Per condition</h2>" + (f"<p>Where each engine loses most against its gain under none:</p><ul>{items}</ul>" if items else "")
+            + f"<p>{esc(conditions.CONDITIONS_TEXT)}</p>" + filter_box("conditions") + table(conditions.condition_rows(ordered), "conditions"))
 
 
 def esc(text: Any) -> str:

@@ -178,12 +178,15 @@ class ResultsWriter:
 
     def html(self, results: list[dict[str, Any]], plots: list[str], regression: Mapping[str, Any] | None,
              grid: listening_grid.Grid) -> None:
-        from nsbench.html_report import write_html
+        from nsbench.html_report import conditions_html, streaming_html, write_html
 
+        blocks = streaming.blocks_from(self.config)
+        sections = [*([conditions_html(results)] if self.conditions else []),
+                    *([streaming_html(results, blocks, self.config.jobs)] if blocks else [])]
         table, text = None, ""
         if regression is not None:
             table = compare.comparison_rows(regression)
             text = compare.comparison_summary(regression).replace("**", "")
         write_html(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
-                   grid)
+                   grid, sections)
 

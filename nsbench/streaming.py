@@ -354,6 +354,15 @@ def whole_text(summary: Mapping[str, Any]) -> str:
 
 def report_section(results: Sequence[Mapping[str, Any]], blocks: Blocks, jobs: int) -> str:
     """report.md's streaming table: the block times beside RTF."""
+    header, rows = report_rows(results)
+    lines = ["## Streaming: block by block", report_text(results, blocks, jobs),
+             "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(str(cell).replace("|", "/") for cell in row) + " |" for row in rows]
+    return "\n\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:])
+
+
+def report_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The streaming table's header and rows, for report.md and report.html alike."""
     header = ["engine", "streamed", "block", "RTF (CPU)", "block p50 ms", "block p99 ms", "block max ms",
               "deadline misses", "block CPU p50 / p99 ms", "algorithmic delay ms", "resampler delay ms", "vs whole clip"]
     rows = []
@@ -373,6 +382,11 @@ def report_section(results: Sequence[Mapping[str, Any]], blocks: Blocks, jobs: i
             f"{info['algorithmic_delay_ms']:.1f} ({info['declared_delay_ms']:.1f} declared)",
             f"{info['resampler_delay_ms']:.1f}", info["versus_whole"]["text"],
         ])
+    return header, rows
+
+
+def report_text(results: Sequence[Mapping[str, Any]], blocks: Blocks, jobs: int) -> str:
+    """What the streaming table's figures are, and what the comparison with whole clips cost."""
     costs = [r["streaming"]["versus_whole"] for r in results if (r.get("streaming") or {}).get("streamable")]
     computed = sum(c["whole_runs_computed"] for c in costs)
     cost = (f" {computed} whole-clip runs were computed for the comparison ({sum(c['whole_runs_seconds'] for c in costs):.2f} s); "
@@ -382,9 +396,7 @@ def report_section(results: Sequence[Mapping[str, Any]], blocks: Blocks, jobs: i
             "Algorithmic delay: the declared delay plus the most input the engine's stream held back; the harness's "
             "streaming resamplers add their own, shown apart. Times are wall-clock, on a machine shared with "
             f"{jobs} worker process(es)." + cost)
-    lines = ["## Streaming: block by block", text, "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-    lines += ["| " + " | ".join(str(cell).replace("|", "/") for cell in row) + " |" for row in rows]
-    return "\n\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:])
+    return text
 
 
 def only_unstreamable_line(results: Sequence[Mapping[str, Any]], baselines: Sequence[str], blocks: Blocks) -> str | None:

@@ -32,6 +32,7 @@ def summary_text(
     lines += wrapped(difference_direction(results))
     lines += wrapped(flags_text(results))
     lines += [line for text in constant_lag_texts(results) for line in wrapped(text)]
+    lines += streaming_lines(results) + condition_lines(results, headline)
     if not_run:
         lines += wrapped("not run: " + "; ".join(f"{name} ({why})" for name, why in not_run.items()))
     lines += [f"report: {reports[0]}", *(f"        {path}" for path in reports[1:])]
@@ -95,6 +96,46 @@ def flags_text(results: Sequence[Mapping[str, Any]]) -> str:
         for r in results if r.get("flags")
     ]
     return "flags: " + ("; ".join(parts) if parts else "none")
+
+
+def streaming_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """With --block-size: per engine, the p99 time of a block and the blocks
+    that missed their deadline (report.md has the full table)."""
+    streamed = [r for r in results if r.get("streaming")]
+    if not streamed:
+        return []
+    first = streamed[0]["streaming"]
+    rows = [["", "block p99", "deadline misses"]]
+    for result in streamed:
+        info = result["streaming"]
+        if not info["streamable"]:
+            rows.append([result["engine"], f"not streamable ({info.get('why', '')}): ran whole clips", ""])
+            continue
+        rows.append([result["engine"], f"{info['block_ms_p99']:.3f} ms",
+                     f"{info['deadline_misses']} of {plural(info['blocks'], 'block')}"])
+    title = f"streamed in blocks of {first['block_size']} samples ({first['block_deadline_ms']:g} ms each, its deadline):"
+    return [title, *aligned(rows)]
+
+
+def condition_lines(results: Sequence[Mapping[str, Any]], headline: str) -> list[str]:
+    """With --condition: per engine, the headline's mean under each condition
+    (the passthrough's: the conditioned input's own score)."""
+    with_conditions = [r for r in results if r.get("conditions")]
+    if not with_conditions:
+        return []
+    names = list(dict.fromkeys(row["cell"]["condition"] for r in with_conditions for row in r["conditions"]))
+    rows = [["", *names]]
+    for result in with_conditions:
+        means = {row["cell"]["condition"]: row["metrics"].get(headline, {}).get("mean", math.nan) for row in result["conditions"]}
+        rows.append([result["engine"], *(fmt(means.get(name, math.nan), 2) for name in names)])
+    return [f"{headline} mean under each input condition:", *aligned(rows)]
+
+
+def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as indented columns, the first left-aligned, the rest right-aligned (numbers)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(width) if i == 0 else cell.rjust(width)
+                             for i, (cell, width) in enumerate(zip(row, widths))).rstrip() for row in rows]
 
 
 def constant_lag_texts(results: Sequence[Mapping[str, Any]]) -> list[str]:

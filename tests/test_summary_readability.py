@@ -5,9 +5,12 @@ differences mean, columns nobody computed are left out, timings never read
 hand-made result payloads (the payload is what a run writes)."""
 from __future__ import annotations
 
+import json
 import math
+from html.parser import HTMLParser
 from pathlib import Path
 
+from nsbench.cli import main
 from nsbench.report import fmt_timing, summary_rows
 from nsbench.terminal_summary import summary_text
 
@@ -60,3 +63,70 @@ def test_columns_nobody_computed_are_left_out_and_timings_never_read_zero():
 
 def test_timings_have_enough_digits():
     assert [fmt_timing(v) for v in (0.0, 0.0004, 0.0006, 0.0123, 1.5, math.nan)] == ["<0.001", "<0.001", "0.001", "0.012", "1.500", "–"]
+
+
+# --------------------------------------------------------------------------- streaming and conditions, a real run
+
+
+class Tables(HTMLParser):
+    """Each <table id=...>'s rows of cell texts, header first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.current: str | None = None
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.current = dict(attrs).get("id")
+            self.tables[self.current] = []
+        elif tag == "tr" and self.current:
+            self.tables[self.current].append([])
+        elif tag in ("td", "th") and self.current:
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.current = None
+        elif tag in ("td", "th") and self.cell is not None:
+            self.tables[self.current][-1].append("".join(self.cell).strip())
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def markdown_section_table(report: str, title: str) -> list[list[str]]:
+    section = report.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows if not set(row) <= set("|- ")]
+
+
+def test_streaming_and_conditions_reach_the_terminal_and_report_html(tmp_path, capsys):
+    """speex streamed in blocks of 128 under opus-16k (and none): the terminal
+    has a block for each, and report.html the same tables as report.md."""
+    argv = ["--engine", "speex", "--block-size", "128", "--condition", "opus-16k", "--limit", "3", "--metric", "si_sdri",
+            "--no-plots", "--results-folder", str(tmp_path)]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    folder = tmp_path / "demo"
+    results = {r["engine"]: r for r in (json.loads(p.read_text()) for p in folder.glob("*.json"))}
+    start = lines.index("streamed in blocks of 128 samples (8 ms each, its deadline):")
+    assert lines[start + 1].split() == ["block", "p99", "deadline", "misses"]
+    streamed = {line.split()[0]: line for line in lines[start + 2 : start + 4]}
+    for engine in ("passthrough", "speex"):
+        info = results[engine]["streaming"]
+        assert f"{info['block_ms_p99']:.3f} ms  {info['deadline_misses']} of {info['blocks']} blocks" in streamed[engine]
+    start = lines.index("si_sdri mean under each input condition:")
+    assert lines[start + 1].split() == ["none", "opus-16k"]
+    speex = lines[start + 3].split()
+    means = {row["cell"]["condition"]: row["metrics"]["si_sdri"]["mean"] for row in results["speex"]["conditions"]}
+    assert speex == ["speex", f"{means['none']:.2f}", f"{means['opus-16k']:.2f}"]
+    report = (folder / "report.md").read_text()
+    parser = Tables()
+    parser.feed((folder / "report.html").read_text())
+    assert parser.tables["streaming"] == markdown_section_table(report, "Streaming: block by block")
+    assert parser.tables["conditions"] == markdown_section_table(report, "Per condition")
+    assert len(parser.tables["conditions"]) == 1 + 2 * 2  # header, two engines under two conditions
