@@ -51,6 +51,10 @@ table.sortable th[aria-sort=descending]::after { content: " \\25BC"; }
 .ok { color: #070; }
 .oracle { font-style: italic; color: #555; }
 figure { margin: 0; }
+figure.plot { border: 1px solid #ccc; padding: 0.5em; margin: 0 0 2em 0; display: inline-block; max-width: 100%; }
+figure.plot figcaption { font-weight: bold; margin-bottom: 0.25em; }
+figure.plot img { border: none; margin: 0; }
+tr.oracle-row th, tr.oracle-row td { border-top: 2px dashed #888; font-style: italic; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
 #grid td { min-width: 240px; }
 #grid img { display: block; margin: 0.25em 0; }
@@ -153,7 +157,7 @@ def write_html(
     if pooled[1]:
         body += ["<h2>Pooled over items</h2>", f"<p>{esc(pooled_text(ordered))}</p>", table(pooled, "pooled")]
     if plots:
-        body += ["<h2>Plots</h2>", *(image(folder / name) for name in plots)]
+        body += ["<h2>Plots</h2>", *(image(folder / name, index) for index, name in enumerate(plots, 1))]
     body += ["<h2>Metrics</h2>", legend_html(ordered)]
     if dataset_attribution(ordered):
         body += ["<h2>Audio sources</h2>", f"<p>{esc(dataset_attribution(ordered))}</p>"]
@@ -272,8 +276,7 @@ def heatmap_html(results: Sequence[Mapping[str, Any]]) -> str:
             name = highlights.cell_name(row["cell"]) + (" (pooled)" if row.get("pooled") else "")
             columns.setdefault(name)
             values[(result["engine"], name)] = row["metrics"].get(headline, {}).get("mean", math.nan)
-    finite = [abs(v) for v in values.values() if v is not None and math.isfinite(v)]
-    scale = max(finite, default=0.0) or 1.0
+    scale = heat_scale(results, values)
     head = "".join(f"<th>{esc(name)}</th>" for name in columns)
     rows = []
     for result in results:
@@ -282,9 +285,20 @@ def heatmap_html(results: Sequence[Mapping[str, Any]]) -> str:
         rows.append(f'<tr{css} data-engine="{esc(result["engine"])}"><th>{engine_name(result)}</th>{cells}</tr>')
     return (
         f"<p>Mean {esc(headline)} per cell; colour: {'blue' if higher else 'red'} above zero, "
-        f"{'red' if higher else 'blue'} below, white at zero (the baseline), full colour at &plusmn;{scale:.1f}.</p>"
+        f"{'red' if higher else 'blue'} below, white at zero (the baseline), full colour at &plusmn;{scale:.1f}, "
+        "set by the engines: oracle rows (upper bounds, dashed apart) go beyond it at full colour.</p>"
         f'<table id="heatmap"><thead><tr><th>engine</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
+
+
+def heat_scale(results: Sequence[Mapping[str, Any]], values: Mapping[tuple[str, str], float]) -> float:
+    """The largest |value| of the engines that are not oracles: an oracle's
+    upper bound would set a scale on which every real engine looks pale.
+    Oracles alone (nothing else differs from zero): theirs."""
+    oracles = {r["engine"] for r in results if highlights.is_oracle(r)}
+    def largest(keep) -> float:
+        return max((abs(v) for (engine, _), v in values.items() if keep(engine) and v is not None and math.isfinite(v)), default=0.0)
+    return largest(lambda engine: engine not in oracles) or largest(lambda engine: True) or 1.0
 
 
 def heat_cell(value: float, scale: float, higher_is_better: bool) -> str:
@@ -365,9 +379,15 @@ def checks_html(result: Mapping[str, Any]) -> str:
     )
 
 
-def image(path: Path) -> str:
+def image(path: Path, number: int) -> str:
+    """A plot in its own framed figure, its caption inside the frame above it:
+    no caption sits between two plots, where it would read as the next one's."""
+    from nsbench.plots import plot_caption
+
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<figure><img alt="{esc(path.stem)}" src="data:image/png;base64,{data}"><figcaption>{esc(path.name)}</figcaption></figure>'
+    caption = plot_caption(path.name)
+    return (f'<figure class="plot"><figcaption>Figure {number}: {esc(caption)} <code>{esc(path.name)}</code></figcaption>'
+            f'<img alt="{esc(caption)}" src="data:image/png;base64,{data}"></figure>')
 
 
 def legend_html(results: Sequence[Mapping[str, Any]]) -> str:

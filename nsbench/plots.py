@@ -29,6 +29,23 @@ def write_plots(folder: Path, results: Sequence[Mapping[str, Any]], cell_keys: S
     return names
 
 
+def plot_caption(name: str) -> str:
+    """What a plot written by write_plots shows, from its file name: the
+    caption report.md and report.html put with that plot (and no other)."""
+    if name.startswith("snr_"):
+        return f"{name.removeprefix('snr_').removesuffix('.png')} against the input SNR: each engine's mean over the clips at each SNR"
+    return {
+        "gain_per_cell.png": "the headline metric per cell: each engine's mean and its bootstrap 95% CI",
+        "rtf.png": "real-time factor per engine: CPU time and wall time over the audio's duration",
+    }.get(name, name)
+
+
+def plots_markdown(names: Sequence[str]) -> str:
+    """report.md's plots: each caption is the heading of its own figure, just above it."""
+    figures = [f"### Figure {index}: {plot_caption(name)}\n\n![{plot_caption(name)}]({name})" for index, name in enumerate(names, 1)]
+    return "## Plots\n\n" + "\n\n".join(figures)
+
+
 def plotted_metrics(results: Sequence[Mapping[str, Any]], extra: Sequence[str]) -> list[str]:
     # The input's own score is the same line for every engine; timing has its own plot.
     shown = [name for name, _, _ in TABLE_COLUMNS if name not in ("si_sdr_input", "rtf_cpu")] + list(extra)

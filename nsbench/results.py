@@ -152,7 +152,9 @@ class ResultsWriter:
         sections, code, regression = [], 0, None
         plots = self.plots(results) if self.config.plots else []
         if plots:
-            sections.append("## Plots\n\n" + "\n\n".join(f"![{name}]({name})" for name in plots))
+            from nsbench.plots import plots_markdown
+
+            sections.append(plots_markdown(plots))
         if self.stored is not None:
             comparison = compare.compare_results(results, self.stored, self.tolerances)
             write_json(self.folder / "comparison.json", {"compared_with": self.config.compare, **comparison})
