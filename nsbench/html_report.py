@@ -51,7 +51,7 @@ table.sortable th[aria-sort=descending]::after { content: " \\25BC"; }
 .ok { color: #070; }
 .oracle { font-style: italic; color: #555; }
 figure { margin: 0; }
-figure.plot { border: 1px solid #ccc; padding: 0.5em; margin: 0 0 2em 0; display: inline-block; max-width: 100%; }
+figure.plot { border: 1px solid #ccc; padding: 0.5em; margin: 0 0 2em 0; width: fit-content; max-width: 100%; }
 figure.plot figcaption { font-weight: bold; margin-bottom: 0.25em; }
 figure.plot img { border: none; margin: 0; }
 tr.oracle-row th, tr.oracle-row td { border-top: 2px dashed #888; font-style: italic; }

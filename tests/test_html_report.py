@@ -307,3 +307,16 @@ def test_the_plots_are_embedded(page):
     sources = page.execute_script(
         "return Array.from(document.images).filter(i => !i.closest('#grid')).map(i => [i.src.slice(0, 22), i.naturalWidth])")
     assert len(sources) == 2 and all(src == "data:image/png;base64," and width > 100 for src, width in sources)
+
+
+def test_each_plot_caption_is_drawn_inside_its_own_figure_above_its_plot(page):
+    """As laid out by the browser: a caption lies inside its figure's frame,
+    above its own plot, and below the previous figure's frame, with a gap, so
+    it cannot read as the title of the next plot."""
+    boxes = page.execute_script(
+        "return Array.from(document.querySelectorAll('figure.plot')).map(f => [f, f.querySelector('figcaption'), f.querySelector('img')]"
+        ".map(e => { const r = e.getBoundingClientRect(); return [r.top, r.bottom]; }))")
+    assert len(boxes) == 2
+    for (figure, caption, plot) in boxes:
+        assert figure[0] <= caption[0] and caption[1] <= plot[0] and plot[1] <= figure[1]
+    assert boxes[1][0][0] - boxes[0][0][1] >= 16  # 2em between two frames
