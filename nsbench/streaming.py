@@ -363,6 +363,8 @@ def report_section(results: Sequence[Mapping[str, Any]], blocks: Blocks, jobs: i
 
 def report_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """The streaming table's header and rows, for report.md and report.html alike."""
+    from nsbench.report import fmt_timing  # its RTF reads as the summary's (never 0.000)
+
     header = ["engine", "streamed", "block", "RTF (CPU)", "block p50 ms", "block p99 ms", "block max ms",
               "deadline misses", "block CPU p50 / p99 ms", "algorithmic delay ms", "resampler delay ms", "vs whole clip"]
     rows = []
@@ -372,10 +374,10 @@ def report_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[l
             continue
         if not info["streamable"]:
             rows.append([result["engine"], f"no: {info['why']}; ran whole clips", str(info["block_size"]),
-                         f"{result['rtf']:.3f}", *["–"] * 8])
+                         fmt_timing(result['rtf']), *["–"] * 8])
             continue
         rows.append([
-            result["engine"], "yes", f"{info['block_size']} ({info['block_deadline_ms']} ms)", f"{result['rtf']:.3f}",
+            result["engine"], "yes", f"{info['block_size']} ({info['block_deadline_ms']} ms)", fmt_timing(result['rtf']),
             f"{info['block_ms_p50']:.3f}", f"{info['block_ms_p99']:.3f}", f"{info['block_ms_max']:.3f}",
             f"{info['deadline_misses']} of {info['blocks']}",
             f"{info['block_cpu_ms_p50']:.3f} / {info['block_cpu_ms_p99']:.3f}",

@@ -118,7 +118,8 @@ def test_streaming_and_conditions_reach_the_terminal_and_report_html(tmp_path, c
     streamed = {line.split()[0]: line for line in lines[start + 2 : start + 4]}
     for engine in ("passthrough", "speex"):
         info = results[engine]["streaming"]
-        assert f"{info['block_ms_p99']:.3f} ms  {info['deadline_misses']} of {info['blocks']} blocks" in streamed[engine]
+        assert streamed[engine].split() == [engine, f"{info['block_ms_p99']:.3f}", "ms", str(info["deadline_misses"]), "of",
+                                            str(info["blocks"]), "blocks"]
     start = lines.index("si_sdri mean under each input condition:")
     assert lines[start + 1].split() == ["none", "opus-16k"]
     speex = lines[start + 3].split()
