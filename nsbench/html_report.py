@@ -285,8 +285,9 @@ def heatmap_html(results: Sequence[Mapping[str, Any]]) -> str:
         rows.append(f'<tr{css} data-engine="{esc(result["engine"])}"><th>{engine_name(result)}</th>{cells}</tr>')
     return (
         f"<p>Mean {esc(headline)} per cell; colour: {'blue' if higher else 'red'} above zero, "
-        f"{'red' if higher else 'blue'} below, white at zero (the baseline), full colour at &plusmn;{scale:.1f}, "
-        "set by the engines: oracle rows (upper bounds, dashed apart) go beyond it at full colour.</p>"
+        f"{'red' if higher else 'blue'} below, white at zero (the baseline), full colour at &plusmn;{scale:.1f}"
+        + (", set by the engines: oracle rows (upper bounds, dashed apart) go beyond it at full colour"
+           if any(highlights.is_oracle(r) for r in results) else "") + ".</p>"
         f'<table id="heatmap"><thead><tr><th>engine</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
 
