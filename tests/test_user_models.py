@@ -225,3 +225,16 @@ def test_command_flags_that_cannot_be_applied_are_user_errors(tmp_path):
     assert main([*base, "--command-delay", "-3"]) == 2
     assert main([*base, "--command-name", "passthrough"]) == 2  # an engine's name already
     assert main([*base, "--engine", command(sys.executable, DELAY_BY, "1", "{input}", "{output}"), "--command-name", "mine"]) == 2
+
+
+def test_the_command_delay_counts_samples_at_the_command_rate(tmp_path, capsys):
+    """At --command-rate 48000 the program lags 120 samples (2.5 ms, 40 at the
+    clips' 16 kHz): --command-delay 120 removes exactly that, and the scores
+    are the undelayed program's at the same rate."""
+    rate = ["--command-rate", "48000", "--no-html"]
+    undelayed, _ = delayed_run(tmp_path, capsys, "zero48", 0, *rate)
+    declared, _ = delayed_run(tmp_path, capsys, "declared48", 120, *rate, "--command-delay", "120")
+    assert declared["alignment"]["sample_aligned"] and declared["engine_info"]["delays_removed"] == {"120 samples at 48000 Hz": 3}
+    expected, got = per_clip(undelayed, "si_sdri"), per_clip(declared, "si_sdri")
+    assert got.keys() == expected.keys()
+    assert all(got[clip] == pytest.approx(expected[clip], rel=1e-9, abs=1e-9) for clip in expected)
