@@ -40,6 +40,7 @@ from typing import Any, Mapping
 
 from nsbench.audio import load_pair
 from nsbench.hookspecs import hookimpl
+from nsbench.text import plural
 from nsbench.types import ClipSource, DatasetSpec, UserError
 
 ROOT_NAME = "biodenoising_validation"
@@ -105,7 +106,7 @@ def check_json_list(folder: Path, role: str, found: dict[str, Path]) -> None:
     if listed != on_disk:
         difference = [f"{n} (listed, not in {role}/)" for n in sorted(listed - on_disk)]
         difference += [f"{n} (in {role}/, not listed)" for n in sorted(on_disk - listed)]
-        raise UserError(f"{path.name} and {folder / role}/ disagree on {len(difference)} files: {shown(difference)}")
+        raise UserError(f"{path.name} and {folder / role}/ disagree on {plural(len(difference), 'file')}: {shown(difference)}")
 
 
 def pairs(folder: Path) -> list[tuple[str, Path, Path, Path | None]]:
@@ -123,7 +124,7 @@ def pairs(folder: Path) -> list[tuple[str, Path, Path, Path | None]]:
         + [f"clean/{n}" for n in set(found["clean"]) - set(found["noisy"])]
     )
     if unpaired:
-        raise UserError(f"{len(unpaired)} files under {folder} have no partner at the same path: {shown(unpaired)}")
+        raise UserError(f"{plural(len(unpaired), 'file')} under {folder} {'has' if len(unpaired) == 1 else 'have'} no partner at the same path: {shown(unpaired)}")
     for role in ROLES:
         check_json_list(folder, role, found[role])
     return [(name, found["noisy"][name], found["clean"][name], found["noise"].get(name)) for name in sorted(found["noisy"])]

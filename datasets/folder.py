@@ -19,6 +19,7 @@ from typing import Any, Mapping
 from nsbench.audio import load_pair
 from nsbench.hookspecs import hookimpl
 from nsbench.recognition import load_with_transcript, with_text
+from nsbench.text import plural
 from nsbench.types import ClipSource, DatasetSpec, UserError
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
@@ -45,7 +46,7 @@ def pairs(root: Path) -> list[tuple[str, Path, Path]]:
     unpaired = sorted(set(noisy) ^ set(clean))
     if unpaired:
         shown = ", ".join(unpaired[:10]) + (" ..." if len(unpaired) > 10 else "")
-        raise UserError(f"{len(unpaired)} files in only one of noisy/ and clean/ under {root}: {shown}")
+        raise UserError(f"{plural(len(unpaired), 'file')} in only one of noisy/ and clean/ under {root}: {shown}")
     return [(name, noisy[name], clean[name]) for name in sorted(noisy)]
 
 

@@ -53,6 +53,7 @@ import soundfile
 from nsbench.audio import fit_length, read_audio, resample
 from nsbench.cache import cache_root
 from nsbench.hookspecs import hookimpl
+from nsbench.text import plural
 from nsbench.types import Clip, ClipSource, DatasetSpec, UserError
 
 SPLITS = ("eval", "validation", "train")
@@ -234,7 +235,7 @@ def clips(options: Mapping[str, Any]) -> list[ClipSource]:
     kept, skipped = survey(options)
     if skipped:
         print(
-            f"nsbench: fuss: skipped {len(skipped)} examples whose sources are all silent, "
+            f"nsbench: fuss: skipped {plural(len(skipped), 'example')} whose sources are all silent, "
             f"as the FUSS evaluation does: {shown(skipped)}",
             file=sys.stderr,
         )

@@ -60,6 +60,7 @@ from nsbench.audio import read_audio, resample
 from nsbench.builtin.metrics.levels import SILENCE_BELOW_DB, segment_length
 from nsbench.cache import cache_root
 from nsbench.hookspecs import hookimpl
+from nsbench.text import plural
 from nsbench.types import Clip, ClipError, ClipSource, DatasetSpec, UserError
 
 SPLITS = ("test", "train")
@@ -352,7 +353,7 @@ def clips(options: Mapping[str, Any]) -> list[ClipSource]:
     tracks = find_tracks(root, split)
     uncached = [t for t in tracks if not cache_path(t).is_file()]
     if uncached:
-        print(f"nsbench: musdb: measuring the vocal activity of {len(uncached)} tracks (once, cached)", file=sys.stderr)
+        print(f"nsbench: musdb: measuring the vocal activity of {plural(len(uncached), 'track')} (once, cached)", file=sys.stderr)
     made = []
     for track in tracks:
         activity = vocal_activity(track)

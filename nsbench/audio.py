@@ -10,6 +10,7 @@ import soundfile
 import soxr
 
 from nsbench.blocks import count_where, spans
+from nsbench.text import plural
 from nsbench.types import Clip, ClipError
 
 # soxr's "HQ" is what librosa's default res_type ("soxr_hq") runs.
@@ -61,12 +62,22 @@ def read_audio(
         audio = np.ascontiguousarray(data[:, 0]) if first_channel else data.mean(axis=1, dtype=np.float32)
     if len(audio) == 0:
         raise ClipError(f"{path} holds no samples")
-    bad = count_where(audio, lambda part: ~np.isfinite(part))
+    bad = non_finite(audio)
     if bad:
-        first = next(span.start + int(np.flatnonzero(~np.isfinite(audio[span]))[0])
-                     for span in spans(len(audio)) if not np.isfinite(audio[span]).all())
-        raise ClipError(f"{path} contains {bad} NaN or Inf samples (the first at sample {first})")
+        raise ClipError(f"{path} contains {bad}")
     return audio, int(rate), notes
+
+
+def non_finite(audio: np.ndarray) -> str:
+    """"N NaN or Inf samples (the first at sample K)", or "" when every
+    sample is finite; counted block by block, with no full-size temporary."""
+    flat = audio.reshape(-1)
+    bad = count_where(flat, lambda part: ~np.isfinite(part))
+    if not bad:
+        return ""
+    first = next(span.start + int(np.flatnonzero(~np.isfinite(flat[span]))[0])
+                 for span in spans(len(flat)) if not np.isfinite(flat[span]).all())
+    return f"{plural(bad, 'NaN or Inf sample')} (the first at sample {first})"
 
 
 def read_failure(path: str | Path, error: Exception) -> str:
@@ -89,13 +100,13 @@ def full_scale_note(role: str, audio: np.ndarray) -> str | None:
     beyond = count_where(audio, lambda part: np.abs(part) > 1.0)
     at = count_where(audio, lambda part: (part >= FULL_SCALE) | (part <= -1.0)) - beyond
     if beyond:
-        reach = f"reaches full scale on {at} samples and " if at else ""
+        reach = f"reaches full scale on {plural(at, 'sample')} and " if at else ""
         return (
-            f"{role} {reach}goes beyond it (|x| > 1) on {beyond} samples: scored as it is; "
+            f"{role} {reach}goes beyond it (|x| > 1) on {plural(beyond, 'sample')}: scored as it is; "
             "engines that take 16-bit audio clip them"
         )
     if at:
-        return f"{role} reaches full scale on {at} samples (a clipped recording?): scored as it is"
+        return f"{role} reaches full scale on {plural(at, 'sample')} (a clipped recording?): scored as it is"
     return None
 
 

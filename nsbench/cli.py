@@ -11,6 +11,7 @@ import dataclasses
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from nsbench.executors import executor_for
 from nsbench.runner import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, Executor, run_engine
 from nsbench.summary import alignment_summary, baselines_of, summarise
 from nsbench.terminal_summary import summary_text
+from nsbench.text import fit_rows
 from nsbench.metric_options import bind_options, metric_provenance
 from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
 
@@ -65,7 +67,8 @@ def build_parser(manager) -> argparse.ArgumentParser:
     parser.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: an existing scheduler, e.g. tcp://host:8786")
     parser.add_argument("--seeds", type=parse_seeds, help="run seeded engines once per seed: 0-9, or 0,3,7")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary at the end")
-    parser.add_argument("--verbose", action="store_true", help="print the whole of report.md at the end, before the summary")
+    parser.add_argument("--verbose", action="store_true", help="print the whole of report.md at the end, before the summary; "
+                             "with --list, every cell whole instead of cut to the terminal's width (piped output is whole)")
     cache = parser.add_argument_group("cache (outputs and scores are kept by content, so a rerun or a resumed run recomputes only what is missing)")
     cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     cache.add_argument("--rerun", action="store_true", help="recompute everything, replacing what the cache holds")
@@ -144,7 +147,7 @@ def run_cli(argv: list[str]) -> int:
         print(cache.usage_text(cache.cache_root()))
         return 0
     if args.list:
-        print(list_text(args.list, registry, manager))
+        print(list_text(args.list, registry, manager, width=None if args.verbose else list_width()))
         return 0
     return benchmark(RunConfig.from_args(args, argv), registry)
 
@@ -562,20 +565,29 @@ def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes
     }
 
 
-def list_text(what: str, registry: Registry, manager) -> str:
+def list_width() -> int | None:
+    """The terminal's width, where ``--list`` prints to one (or $COLUMNS says
+    it); None, every cell whole, when piped to a file or another program."""
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def list_text(what: str, registry: Registry, manager, width: int | None = None) -> str:
+    """The ``--list`` table; with ``width``, cells cut to fit it (a line then says so)."""
     if what == "plugins":
         from nsbench.plugins import plugin_origin
 
         rows = [("plugin", "origin", "version")]
         for plugin in manager.get_plugins():
             rows.append((manager.get_name(plugin), *plugin_origin(manager, plugin)))
-        return format_rows(rows)
+        return format_rows(rows, width)
     kind = getattr(registry, what)
     rows = [("name", "status", "version", "from", *extra_header(what), "description")]
     for record in kind:
         status = "available" if record.available else f"unavailable: {record.spec.install}"
         rows.append((record.spec.name, status, record.version, record.origin, *extra_columns(what, record.spec), record.spec.description))
-    return format_rows(rows)
+    return format_rows(rows, width)
 
 
 def extra_header(what: str) -> tuple[str, ...]:
@@ -592,6 +604,6 @@ def extra_columns(what: str, spec: Any) -> tuple[str, ...]:
     return ()
 
 
-def format_rows(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+def format_rows(rows: list[tuple[str, ...]], width: int | None = None) -> str:
+    text, cut = fit_rows(rows, width)
+    return text + (f"\n(cut to {width} columns; --verbose prints every cell whole)" if cut else "")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsbench.report import RESULTS_FORMAT_VERSION, Table, fmt, markdown_table
+from nsbench.text import plural
 from nsbench.types import UserError
 
 EXIT_REGRESSION = 3
@@ -159,12 +160,12 @@ def comparison_summary(comparison: Mapping[str, Any]) -> str:
     """The verdict and what was compared, in one paragraph (report.md and report.html)."""
     same = sum(row["status"] == "same" for row in comparison["rows"])
     verdict = (
-        f"**REGRESSION**: {comparison['regressions']} values worse than stored beyond tolerance (exit code {EXIT_REGRESSION})."
+        f"**REGRESSION**: {plural(comparison['regressions'], 'value')} worse than stored beyond tolerance (exit code {EXIT_REGRESSION})."
         if comparison["regressions"]
         else "No regression beyond tolerance."
     )
     return (
-        f"{verdict} {len(comparison['rows'])} values compared for {', '.join(comparison['engines_compared']) or 'no engine'}; "
+        f"{verdict} {plural(len(comparison['rows']), 'value')} compared for {', '.join(comparison['engines_compared']) or 'no engine'}; "
         f"{same} within tolerance. Default tolerances: dB metrics {TOLERANCE_BY_UNIT['dB']}, 0-1 scores {TOLERANCE_BY_UNIT['0-1']}, "
         f"rates {TOLERANCE_BY_UNIT['rate']}, others {DEFAULT_TOLERANCE} (--compare-tolerance); timing is not compared."
     )

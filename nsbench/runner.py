@@ -19,9 +19,10 @@ import psutil
 from threadpoolctl import ThreadpoolController
 
 from nsbench import checks, streaming
-from nsbench.audio import fit_length, resample
+from nsbench.audio import fit_length, non_finite, resample
 from nsbench.cache import Cache, CachedOutput, Identity
 from nsbench.reference import ReferenceAudio, ReferenceFeatures, reference_key
+from nsbench.text import plural
 from nsbench.types import (
     Clip,
     ClipError,
@@ -239,6 +240,7 @@ def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcom
     record = run.record_for(source)
     try:
         clip = source.load()
+        check_clip(clip)
         record.notes.extend(clip.notes)
         record.duration = clip.duration
         record.source_path = clip.source_path
@@ -484,6 +486,19 @@ def cpu_seconds(engine: Engine | None = None) -> float:
     return total
 
 
+def check_clip(clip: Clip) -> None:
+    """A dataset's clip with NaN or Inf fails here with what and where: every
+    metric and check downstream would otherwise fail on it in its own way
+    (STOI with "window shape cannot be larger than input array shape")."""
+    parts = [("noisy input", clip.noisy), ("clean reference", clip.clean), ("noise", clip.noise)]
+    if clip.sources is not None:
+        parts += [(f"reference source {index}", source) for index, source in enumerate(clip.sources)]
+    for role, audio in parts:
+        bad = non_finite(audio) if audio is not None else ""
+        if bad:
+            raise ClipError(f"the {role} has {bad}")
+
+
 def check_output(output: object, expected_length: int, several_allowed: bool = False) -> None:
     """Mono (1-D); on separation clips also (sources, samples)."""
     if not isinstance(output, np.ndarray):
@@ -499,7 +514,7 @@ def check_output(output: object, expected_length: int, several_allowed: bool = F
         raise ClipError(f"engine returned {output.shape[-1]} samples for {expected_length} in")
     bad = int(np.count_nonzero(~np.isfinite(output)))
     if bad:
-        raise NonFiniteOutput(f"engine output has {bad} NaN or Inf samples")
+        raise NonFiniteOutput(f"engine output has {plural(bad, 'NaN or Inf sample')}")
 
 
 def separated(output: np.ndarray, clip: Clip) -> np.ndarray | None:

@@ -95,7 +95,9 @@ def test_{module}_conforms_to_nsbench():
 
 README = '''# nsbench-{name}
 
-An engine for [nsbench](https://github.com/), made by `nsbench new-plugin {name}`.
+An engine for nsbench, the noise-suppression benchmark harness, made by
+`nsbench new-plugin {name}` with nsbench {version} (plugin API {api}; nsbench's
+README describes the API in its section "Plugin API").
 
 ```sh
 pip install ./nsbench-{name}          # nsbench finds it through its entry point

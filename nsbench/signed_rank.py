@@ -13,6 +13,9 @@ scipy's "auto" picks, for n differences (zeros included):
   comparing with scipy's relative tolerance of 100 eps;
 * otherwise: the normal approximation.
 
+One deliberate difference: all-zero differences give p = 1.0 ("not
+distinguishable") for every n >= 1, where scipy gives NaN.
+
 tests/test_signed_rank.py compares the p-values with scipy's on generated
 samples of every kind (ties, zeros, each branch's edges).
 """
@@ -32,6 +35,10 @@ def wilcoxon_p(differences: np.ndarray) -> float:
     if d.size == 0 or np.isnan(d).any():
         return math.nan
     nonzero = d[d != 0]
+    if not nonzero.size:
+        # Every difference zero: nothing tells the two apart, p = 1 for any n.
+        # scipy returns NaN here (with a warning); n <= 13 crashed the flips.
+        return 1.0
     ranks, ties = _average_ranks(np.abs(nonzero))
     positive = nonzero > 0
     r_plus = float(np.sum(ranks[positive]))

@@ -50,6 +50,7 @@ from nsbench.audio import RESAMPLE_QUALITY, fit_length
 from nsbench.blocks import arrays_equal, spans
 from nsbench.cache import digest, nsbench_digest
 from nsbench.sdr import si_sdr
+from nsbench.text import plural
 from nsbench.types import ClipError, ClipRecord, UserError
 
 IDENTICAL = "identical"
@@ -348,7 +349,7 @@ def whole_text(summary: Mapping[str, Any]) -> str:
                      f"{summary['clips']} clips, SI-SDR vs whole ≥ {summary['si_sdr_db_min']:.1f} dB "
                      f"(worst: {summary['worst_clip']})")
     if summary["not_compared"]:
-        parts.append(f"not compared on {len(summary['not_compared'])} clips (whole-clip run failed)")
+        parts.append(f"not compared on {plural(len(summary['not_compared']), 'clip')} (whole-clip run failed)")
     return "; ".join(parts)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from nsbench import checks, signed_rank
+from nsbench.text import plural
 from nsbench.types import ClipRecord, MetricSpec
 
 
@@ -341,10 +342,6 @@ def alignment_text(summary: Mapping[str, Any]) -> str:
     if summary["unmeasured_clips"]:
         parts.append(f"not measurable on {plural(len(summary['unmeasured_clips']), 'clip')}")
     return ", ".join(parts)
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def flag_summary(

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from nsbench import highlights
 from nsbench.report import fmt, fmt_timing, headline_of, interval
-from nsbench.summary import plural
+from nsbench.text import plural
 
 ORACLE_MARK = "[oracle]"
 WIDTH = 100  # the flags and verdict lines wrap here

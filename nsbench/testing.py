@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from nsbench.text import plural
 from nsbench.types import (
     MEASURED,
     Clip,
@@ -159,7 +160,7 @@ def _run_alone(engine: Any, spec: EngineSpec, clip: Clip, delay: int, findings: 
         return None
     bad = int(np.count_nonzero(~np.isfinite(output)))
     if bad:
-        findings.faults.append(f"output not finite: {bad} NaN or Inf samples on {clip.clip_id}")
+        findings.faults.append(f"output not finite: {plural(bad, 'NaN or Inf sample')} on {clip.clip_id}")
         return None
     return output
 
@@ -227,7 +228,7 @@ def _check_in_run_loop(spec: EngineSpec, options: Mapping[str, Any], findings: F
             findings.faults.append(f"in the run loop, {outcome.record.clip_id} failed: {outcome.record.error}")
     missing = [engine for engine in built if engine not in closed]
     if missing:
-        findings.faults.append(f"close() was not called on {len(missing)} of {len(built)} engines built (does the engine replace close?)")
+        findings.faults.append(f"close() was not called on {len(missing)} of {plural(len(built), 'engine')} built (does the engine replace close?)")
 
 
 # --------------------------------------------------------------------------- datasets

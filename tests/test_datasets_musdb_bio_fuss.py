@@ -425,7 +425,7 @@ def test_biodenoising_json_list_must_match_the_folder(tmp_path):
     write_bio_set(folder, {"a.wav": (0.1, 0.1), "b.wav": (0.1, 0.1)}, 16000, 0.1)
     for role in ("clean", "noisy", "noise"):
         (folder / role / "b.wav").unlink()
-    with pytest.raises(UserError, match=r"clean\.json and .*/clean/ disagree on 1 files: b\.wav \(listed, not in clean/\)"):
+    with pytest.raises(UserError, match=r"clean\.json and .*/clean/ disagree on 1 file: b\.wav \(listed, not in clean/\)"):
         biodenoising.clips(bio_options(tmp_path))
 
 
@@ -549,7 +549,7 @@ def test_fuss_clips_recompute_the_mixture_and_pad_to_four_sources(fuss_root, cac
     assert [(s.clip_id, s.labels["sources"]) for s in sources] == [
         ("example0000", "1"), ("example0001", "2"), ("example0002", "3"), ("example0003", "4"), ("example0004", "2"),
     ]
-    assert "skipped 1 examples whose sources are all silent, as the FUSS evaluation does: example0005" in capsys.readouterr().err
+    assert "skipped 1 example whose sources are all silent, as the FUSS evaluation does: example0005" in capsys.readouterr().err
     clip = sources[2].load()
     folder = fuss_root / "eval" / "example0002_sources"
     expected = [read_audio(folder / name)[0] for name in source_names(3)]

@@ -318,3 +318,39 @@ def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stati
     assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
     assert time.monotonic() - started < 60
     assert not psutil.Process().children(recursive=True), "the hung program was left running"
+
+
+def test_the_listed_description_is_true_of_both_ways_of_running(tmp_path):
+    """``--list engines`` said "run as rnnoise_demo per clip" while the default
+    program is served once per engine (issue 22): one process serves every
+    clip by default, and a user's program runs once per clip (a fresh process
+    each time, counted by the program itself)."""
+    registered = {}
+    rnnoise.register_engines(lambda spec: registered.setdefault(spec.name, spec))
+    served_part, own_part = registered["rnnoise"].description.split("--rnnoise-demo-path")
+    assert "served once per engine" in served_part and "once per clip" in own_part
+    audio = np.random.default_rng(2).uniform(-0.3, 0.3, 4800).astype(np.float32)
+    engine = rnnoise.build({})
+    try:
+        engine.process(audio)
+        first = engine.helper_pids()
+        engine.process(audio)
+        assert len(first) == 1 and engine.helper_pids() == first
+    finally:
+        engine.close()
+    calls = tmp_path / "calls"
+    script = tmp_path / "copy_demo.py"
+    script.write_text(
+        "import sys\n"
+        f"open({str(calls)!r}, 'a').write('x')\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "open(sys.argv[2], 'wb').write(data[960 : len(data) // 960 * 960])\n"
+    )
+    engine = rnnoise.build({"rnnoise_demo_path": str(python_program(tmp_path, "copy", shlex.quote(str(script))))})
+    try:
+        before = len(calls.read_text())  # the delay probe's runs
+        engine.process(audio)
+        engine.process(audio)
+        assert engine.helper_pids() == [] and len(calls.read_text()) == before + 2
+    finally:
+        engine.close()

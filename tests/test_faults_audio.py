@@ -95,7 +95,7 @@ def nan_reference(root, name):
     noisy, clean = pair()
     clean[7] = np.nan
     _, path = both(root, name, noisy, clean)
-    return "failed", f"{path} contains 1 NaN or Inf samples (the first at sample 7)"
+    return "failed", f"{path} contains 1 NaN or Inf sample (the first at sample 7)"
 
 
 def read(path: Path) -> np.ndarray:

@@ -200,7 +200,7 @@ PYTHON_FAULTS = [
     "engine returned list, expected a numpy array",
     "engine returned dtype int16, expected floating point",
     "engine returned an array of shape (2, 16000), expected mono (1-D)",
-    "engine output has 1 NaN or Inf samples",
+    "engine output has 1 NaN or Inf sample",
     "engine returned 15999 samples for 16000 in",
     "engine raised RuntimeError: CUDA out of memory",
     "engine raised SystemExit: the engine called sys.exit(3)",

@@ -145,3 +145,14 @@ def test_every_builtin_folder_is_mapped_into_the_package():
     from nsbench.builtin import BUILTIN_MODULES
 
     assert set(BUILTIN_MODULES) == set(MAPPED)
+
+
+def test_new_plugin_readme_has_no_placeholder_link(tmp_path):
+    """It linked to https://github.com/ (issue 22): it names the nsbench that
+    wrote it instead, and links nowhere it cannot know."""
+    from nsbench import PLUGIN_API, __version__
+
+    assert main(["new-plugin", "my-gate", "--folder", str(tmp_path)]) == 0
+    readme = (tmp_path / "nsbench-my-gate" / "README.md").read_text()
+    assert "](" not in readme and "http" not in readme
+    assert f"with nsbench {__version__} (plugin API {PLUGIN_API};" in readme

@@ -109,7 +109,7 @@ class Faulty:
     "fault, message",
     [
         ("raise", "engine raised RuntimeError: model exploded"),
-        ("nan", "engine output has 1 NaN or Inf samples"),
+        ("nan", "engine output has 1 NaN or Inf sample"),
         ("short", r"engine returned 31995 samples for 32000 in"),
         ("int", "engine returned dtype int16, expected floating point"),
         ("list", "engine returned list, expected a numpy array"),
@@ -317,3 +317,30 @@ def test_metrics_run_with_one_blas_thread_on_every_clip():
     spec = MetricSpec(name="blas_threads", func=blas_threads, unit="", higher_is_better=True, description="", ignores="")
     outcomes = list(run_engine(engine_spec(lambda o: Passthrough()), {}, sources(3), [spec]))
     assert [o.record.scores["blas_threads"] for o in outcomes] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_or_inf_in_the_clean_reference_fails_its_clip_with_where_and_the_run_goes_on(bad):
+    """A dataset plugin's clip (the folder reader already refuses such files):
+    STOI and ESTOI raised "window shape cannot be larger than input array
+    shape" and the SI-SDR check ended the whole run (issue 22)."""
+    good = sources(2)
+    clean, noise = tone_and_noise(5)
+    broken = clean.copy()
+    broken[100] = bad
+    clips = [good[0], in_memory_source("broken", clean + noise, broken), good[1]]
+    outcomes = list(run_engine(engine_spec(lambda o: Passthrough()), {}, clips, metrics("stoi", "estoi", "si_sdr")))
+    assert [outcome.record.clip_id for outcome in outcomes] == ["clip0", "broken", "clip1"]
+    failed = outcomes[1].record
+    assert failed.error == "the clean reference has 1 NaN or Inf sample (the first at sample 100)"
+    assert failed.scores == {}
+    for outcome in (outcomes[0], outcomes[2]):
+        assert outcome.record.error is None and set(outcome.record.scores) == {"stoi", "estoi", "si_sdr"}
+
+
+def test_nan_in_the_noisy_input_fails_its_clip_too():
+    clean, noise = tone_and_noise(6)
+    noisy = clean + noise
+    noisy[7:10] = np.nan
+    [outcome] = run_engine(engine_spec(lambda o: Passthrough()), {}, [in_memory_source("n", noisy, clean)], metrics("si_sdr"))
+    assert outcome.record.error == "the noisy input has 3 NaN or Inf samples (the first at sample 7)"
