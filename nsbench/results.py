@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench import checks, compare, conditions, highlights, listening_grid, streaming
+from nsbench import checks, compare, conditions, highlights, listening_grid, no_reference, streaming
 from nsbench.audio import write_audio
 from nsbench.config import RunConfig
 from nsbench.report import ClipLog, file_stem, headline_higher_is_better, report_markdown, write_json
@@ -139,6 +139,7 @@ class ResultsWriter:
             if only_whole:
                 print(f"nsbench: {only_whole}", file=sys.stderr)
         top, by_condition = conditions.report_parts(results) if self.conditions else ([], [])
+        top = [text for text in [no_reference.results_text(results)] if text] + top
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
                                  self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top)
         if interruption:

@@ -262,13 +262,15 @@ def _check_source(spec: DatasetSpec, source: ClipSource, findings: Findings) -> 
     if not isinstance(clip, Clip):
         findings.faults.append(f"{source.clip_id}: load() returned {type(clip).__name__}, expected a Clip")
         return
-    for role in ("noisy", "clean"):
+    if clip.clean is None and source.has_reference:
+        findings.faults.append(f"{source.clip_id}: clean is None but its ClipSource says has_reference=True")
+    for role in ("noisy", "clean") if clip.clean is not None else ("noisy",):  # clean None: no reference (PLUGIN_API 3)
         array = getattr(clip, role)
         if not isinstance(array, np.ndarray) or array.dtype != np.float32 or array.ndim != 1:
             findings.faults.append(f"{source.clip_id}: {role} must be a float32 1-D array, got {getattr(array, 'dtype', type(array))} {getattr(array, 'shape', '')}")
         elif not np.all(np.isfinite(array)):
             findings.faults.append(f"{source.clip_id}: {role} holds NaN or Inf samples")
-    if len(clip.noisy) != len(clip.clean):
+    if clip.clean is not None and len(clip.noisy) != len(clip.clean):
         findings.faults.append(f"{source.clip_id}: noisy has {len(clip.noisy)} samples, clean {len(clip.clean)}")
     if not isinstance(clip.sample_rate, int) or clip.sample_rate <= 0:
         findings.faults.append(f"{source.clip_id}: sample_rate {clip.sample_rate!r} is not a positive int")
