@@ -71,9 +71,9 @@ def reference_text(use: Mapping[str, Any] | None) -> str:
     if not use or not use.get("clips_without_reference"):
         return ""
     missing, clips = use["clips_without_reference"], use["clips"]
-    scope = "No clip" if missing == clips else f"{missing} of {clips} clips"
+    scope = "No clip has a clean reference." if missing == clips else f"{missing} of {clips} clips have no clean reference."
     used = ", ".join(use["metrics_without_reference"]) or "none"
-    text = (f"{scope} {'has' if missing == clips else 'have'} a clean reference. Metrics this set could use there "
+    text = (f"{scope} Metrics this set could use there "
             f"(they judge the output alone, or against the input): {used}.")
     if use["metrics_needing_reference"]:
         where = "on the clips that have one" if missing < clips else "nowhere"
