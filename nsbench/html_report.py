@@ -122,6 +122,7 @@ def write_html(
     comparison: Table | None = None,
     comparison_text: str = "",
     grid: Grid | None = None,
+    sections: Sequence[str] = (),  # more HTML before the plots (the panel's agreement)
 ) -> Path:
     ordered = highlights.ordered(results)
     body = [
@@ -150,6 +151,7 @@ def write_html(
     pooled = pooled_rows(ordered, cell_keys)
     if pooled[1]:
         body += ["<h2>Pooled over items</h2>", f"<p>{esc(pooled_text(ordered))}</p>", table(pooled, "pooled")]
+    body += list(sections)
     if plots:
         body += ["<h2>Plots</h2>", *(image(folder / name) for name in plots)]
     body += ["<h2>Metrics</h2>", legend_html(ordered)]
