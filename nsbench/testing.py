@@ -308,7 +308,25 @@ def check_metric(spec_or_name: MetricSpec | str) -> Findings:
             findings.faults.append(f"{clip.clip_id}: returned {first!r}, expected a finite float")
         elif first != second:
             findings.faults.append(f"{clip.clip_id}: not repeatable ({first!r}, then {second!r})")
+    if not spec.needs_reference:
+        without_reference(spec, findings)
     return findings.raise_if_faulty("metric")
+
+
+def without_reference(spec: MetricSpec, findings: Findings) -> None:
+    """A metric that says needs_reference=False must work with ``clean=None``
+    (the clips it is there for have none)."""
+    clip = generated_clip(0, DEFAULT_RATE)
+    output = (0.5 * clip.noisy + 0.5 * clip.clean).astype(np.float32)
+    inputs = MetricInputs(output=output, clean=None, noisy=clip.noisy, sample_rate=clip.sample_rate,
+                          cpu_seconds=0.01, wall_seconds=0.01)
+    try:
+        spec.func(inputs)
+    except MetricUndefined:
+        pass
+    except Exception as error:
+        findings.faults.append(f"says needs_reference=False, but without the clean reference (clean=None) "
+                               f"raised {type(error).__name__}: {error}")
 
 
 def _registry():

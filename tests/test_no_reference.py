@@ -203,3 +203,16 @@ def test_the_shipped_no_reference_metrics_say_so():
         assert needing[name] is False
     for name in ("si_sdr", "si_sdri", "stoi", "estoi", "pesq_wb", "voice_level_db", "music_attenuation_db", "wer"):
         assert needing[name] is True
+
+
+def test_the_conformance_kit_catches_a_metric_that_claims_no_reference_but_reads_it():
+    from nsbench.testing import ConformanceError, check_metric
+
+    reads = MetricSpec(name="liar", func=lambda inputs: float(np.sum(inputs.clean**2)), unit="", higher_is_better=True,
+                       description="", ignores="", needs_reference=False)
+    with pytest.raises(ConformanceError, match=r"says needs_reference=False, but without the clean reference .*TypeError"):
+        check_metric(reads)
+    honest = MetricSpec(name="level", func=lambda inputs: float(np.sum(inputs.output**2)), unit="", higher_is_better=True,
+                        description="", ignores="", needs_reference=False)
+    check_metric(honest)
+    check_metric("rtf_cpu")
