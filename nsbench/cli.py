@@ -200,12 +200,16 @@ class Stopped:
 def benchmark(config: RunConfig, registry: Registry) -> int:
     dataset = registry.datasets.require_available(config.dataset).spec
     check_arguments(config, dataset)
+    # Named engines, metrics and conditions are checked before the clips are
+    # listed (a misspelt flag says so at once); the defaults depend on the clips.
+    engines = select_engines(list(config.engines), registry) if config.engines else []
+    named_metrics = select_metrics(list(config.metrics), registry) if config.metrics else []
+    chosen = conditions.resolve(list(config.conditions), registry.conditions)  # a missing codec stops the run here
     sources = dataset.clips(dict(config.dataset_options))[: config.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
-    engines = select_engines(list(config.engines), registry, sources)
-    metrics, metric_options = bind_options(select_metrics(list(config.metrics), registry, sources), dict(config.dataset_options), registry)
-    chosen = conditions.resolve(list(config.conditions), registry.conditions)  # a missing codec stops the run here
+    engines = engines or select_engines([], registry, sources)
+    metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources), dict(config.dataset_options), registry)
     dataset = dataclasses.replace(dataset, headline_metric=no_reference.headline(
         dataset.headline_metric, [value.name for value in reported_values(metrics)], sources))
     shared = {
