@@ -7,8 +7,8 @@ branch interspeech2020/master): 600 noisy WAV files, 16 kHz, no clean files:
 recordings), N from 0. The cell is the prefix (``condition``).
 
 Official evaluation: the challenge ranked this set by crowdsourced ITU-T P.808
-listening tests per condition; the clean references of the synthetic part were
-never published. nsbench departs: it scores every file with the no-reference
+listening tests per condition; no clean references ship in the folder, so
+nothing intrusive can be computed here. nsbench departs: it scores every file with the no-reference
 panel (DNSMOS and what else needs no reference: nsbench.no_reference), not
 with listeners; the mean per condition and overall are its figures. A file
 named otherwise stops the run, naming it.
