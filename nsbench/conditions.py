@@ -154,11 +154,12 @@ def conditioned_sources(
 def conditioned(source: ClipSource, condition: Condition, identity: str = "", store: Store | None = None) -> ClipSource:
     labels = {**source.labels, LABEL: condition.name}
     if not condition.steps:  # none: the dataset's own clip, the same id, the same cache entries
-        return ClipSource(source.clip_id, source.load, labels)
+        return ClipSource(source.clip_id, source.load, labels, source.has_reference)
     return ClipSource(
         clip_id=f"{source.clip_id}{ID_SEPARATOR}{condition.name}",
         load=functools.partial(load_conditioned, source.load, condition.name, condition.steps, identity, store),
         labels=labels,
+        has_reference=source.has_reference,
     )
 
 

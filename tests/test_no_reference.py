@@ -216,3 +216,14 @@ def test_the_conformance_kit_catches_a_metric_that_claims_no_reference_but_reads
                         description="", ignores="", needs_reference=False)
     check_metric(honest)
     check_metric("rtf_cpu")
+
+
+def test_a_condition_keeps_a_clip_without_reference_so(tmp_path):
+    root = write_set(tmp_path / "calls", ["a.wav"])
+    code, folder = run(tmp_path, root, "--engine", "passthrough", "--metric", "rtf_cpu", "--condition", "gain-minus-20db",
+                       "--no-html")
+    assert code == 0
+    lines = clip_lines(folder, "passthrough")
+    assert len(lines) == 2 and all(line["error"] is None and "rtf_cpu" in line["scores"] for line in lines)
+    result = json.loads((folder / "passthrough.json").read_text())
+    assert result["reference_use"]["clips_without_reference"] == 1
