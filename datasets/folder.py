@@ -1,5 +1,12 @@
 """``folder``: a user's own ``noisy/`` and ``clean/`` folders, paired by file name.
 
+``noisy/`` alone is a set without references (a user's calls, uploads, field
+recordings): every clip loads with ``clean=None`` and the run scores it with
+the metrics that need no reference (nsbench.no_reference). With both
+folders a noisy file without its clean one stops the run, unless
+``--allow-unpaired`` scores it without a reference; a clean file without its
+noisy one stops it either way (there is nothing to run an engine on).
+
 No official script: a user's set follows nsbench's own protocol. Each metric's
 ``mean``, ``median`` and ``mad`` are over clips, each clip once (a clip run with
 several seeds counts once, by its mean over seeds), as Picovoice's benchmark
@@ -16,7 +23,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsbench.audio import load_pair
+from nsbench.audio import load_noisy, load_pair
 from nsbench.hookspecs import hookimpl
 from nsbench.recognition import load_with_transcript, with_text
 from nsbench.text import plural
@@ -30,24 +37,29 @@ def audio_files(folder: Path) -> dict[str, Path]:
     return {p.name: p for p in sorted(folder.rglob("*")) if p.suffix.lower() in AUDIO_SUFFIXES and p.is_file()}
 
 
-def pairs(root: Path) -> list[tuple[str, Path, Path]]:
-    """(name, noisy, clean) for every file name present in both folders.
+def pairs(root: Path, allow_unpaired: bool = False) -> list[tuple[str, Path, Path | None]]:
+    """(name, noisy, clean) for every noisy file; clean is None for a file
+    without a reference: every file when there is no ``clean/`` folder, and
+    with ``allow_unpaired`` the noisy files that have no clean file.
 
-    Unpaired files are a UserError that lists them: silently scoring a subset
-    would make two runs incomparable without anyone noticing.
+    Other unpaired files are a UserError that lists them: silently scoring a
+    subset would make two runs incomparable without anyone noticing.
     """
     folders = {role: root / role for role in ("noisy", "clean")}
-    for role, folder in folders.items():
-        if not folder.is_dir():
-            raise UserError(f"folder dataset expects {root}/noisy/ and {root}/clean/; missing {folder}")
-    noisy, clean = audio_files(folders["noisy"]), audio_files(folders["clean"])
+    if not folders["noisy"].is_dir():
+        raise UserError(f"folder dataset expects {root}/noisy/ (and {root}/clean/ for references); missing {folders['noisy']}")
+    noisy = audio_files(folders["noisy"])
     if not noisy:
         raise UserError(f"no audio files ({', '.join(AUDIO_SUFFIXES)}) under {folders['noisy']}")
-    unpaired = sorted(set(noisy) ^ set(clean))
+    if not folders["clean"].is_dir():  # a set without references
+        return [(name, noisy[name], None) for name in sorted(noisy)]
+    clean = audio_files(folders["clean"])
+    unpaired = sorted(set(clean) - set(noisy)) + ([] if allow_unpaired else sorted(set(noisy) - set(clean)))
     if unpaired:
         shown = ", ".join(unpaired[:10]) + (" ..." if len(unpaired) > 10 else "")
-        raise UserError(f"{plural(len(unpaired), 'file')} in only one of noisy/ and clean/ under {root}: {shown}")
-    return [(name, noisy[name], clean[name]) for name in sorted(noisy)]
+        hint = "" if allow_unpaired else " (--allow-unpaired scores noisy files without a reference)"
+        raise UserError(f"{plural(len(unpaired), 'file')} in only one of noisy/ and clean/ under {root}: {shown}{hint}")
+    return [(name, noisy[name], clean.get(name)) for name in sorted(noisy)]
 
 
 def clips(options: Mapping[str, Any]) -> list[ClipSource]:
@@ -55,8 +67,12 @@ def clips(options: Mapping[str, Any]) -> list[ClipSource]:
     labels = {"set": root.name}
     table = read_transcripts(root / TRANSCRIPTS_FILE)
     sources = []
-    for name, noisy, clean in pairs(root):
+    for name, noisy, clean in pairs(root, bool(options.get("allow_unpaired"))):
         stem = Path(name).stem
+        if clean is None:
+            load = functools.partial(load_noisy, stem, str(noisy), labels)
+            sources.append(ClipSource(clip_id=stem, load=load, labels=labels, has_reference=False))
+            continue
         load = functools.partial(load_pair, stem, str(noisy), str(clean), labels)
         text, beside = table.get(name, table.get(stem)), clean.with_suffix(".txt")
         if text is not None:
@@ -86,8 +102,8 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     """The folder and a hash of its file names and sizes (cheap, catches most changes)."""
     root = Path(options["data_folder"])
     digest = hashlib.sha256()
-    for name, noisy, clean in pairs(root):
-        digest.update(f"{name}:{noisy.stat().st_size}:{clean.stat().st_size}\n".encode())
+    for name, noisy, clean in pairs(root, bool(options.get("allow_unpaired"))):
+        digest.update(f"{name}:{noisy.stat().st_size}:{clean.stat().st_size if clean else '-'}\n".encode())
     transcripts = root / TRANSCRIPTS_FILE
     return {
         "data_folder": str(root.resolve()),
@@ -97,12 +113,20 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @hookimpl
+def add_arguments(parser):
+    parser.add_argument(
+        "--allow-unpaired", action="store_true",
+        help="folder: score noisy files that have no clean file without a reference, instead of stopping the run",
+    )
+
+
+@hookimpl
 def register_datasets(register):
     register(
         DatasetSpec(
             name="folder",
             clips=clips,
-            description="your own noisy/ and clean/ folders, paired by file name (--data-folder)",
+            description="your own noisy/ and clean/ folders, paired by file name (--data-folder); noisy/ alone: no references",
             cell_keys=("set",),
             needs_data_folder=True,
             describe=describe,

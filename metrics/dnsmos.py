@@ -223,4 +223,5 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             install=INSTALL,
             version=dnsmos_version,
             default=False,
+            needs_reference=False,
         ))

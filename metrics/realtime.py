@@ -47,6 +47,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ),
         ignores="quality; waiting (sleep, I/O) and how many cores: every thread's CPU adds up",
         needs_voice=False,
+        needs_reference=False,  # timings alone
         tasks=(ENHANCEMENT, SEPARATION),
     ))
     register(MetricSpec(
@@ -60,5 +61,6 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ),
         ignores="quality; total CPU spent: a multithreaded engine looks cheaper, a busy machine slower",
         needs_voice=False,
+        needs_reference=False,  # timings alone
         tasks=(ENHANCEMENT, SEPARATION),
     ))

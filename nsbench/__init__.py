@@ -33,7 +33,7 @@ __version__ = "0.1.0"
 # The plugin contract's version: bumped whenever what a plugin writes or
 # receives changes (a new field with a default does not break a plugin, but a
 # plugin that uses it needs this version or later).
-PLUGIN_API = 2  # 2: Engine.stream(), for --block-size
+PLUGIN_API = 3  # 2: Engine.stream(), for --block-size; 3: Clip.clean may be None (no reference)
 
 __all__ = [
     "PLUGIN_API",

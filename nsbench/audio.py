@@ -164,3 +164,18 @@ def load_pair(
         notes=tuple(notes),
         source_path=str(noisy_path),
     )
+
+
+def load_noisy(clip_id: str, noisy_path: str, labels: Mapping[str, str], target_rate: int = 0) -> Clip:
+    """A noisy file alone as a Clip without a clean reference (``clean`` None):
+    resampled to ``target_rate`` if given, noted so, and noted where it
+    reaches 16-bit full scale."""
+    noisy, rate, notes = read_audio(noisy_path)
+    if target_rate and target_rate != rate:
+        notes.append(f"noisy resampled from {rate} Hz to {target_rate} Hz")
+        noisy, rate = resample(noisy, rate, target_rate), target_rate
+    note = full_scale_note("noisy", noisy)
+    if note:
+        notes.append(note)
+    return Clip(clip_id=clip_id, noisy=noisy, clean=None, sample_rate=rate, labels=dict(labels),
+                notes=tuple(notes), source_path=str(noisy_path))

@@ -62,6 +62,18 @@ FLAGS = {
     "voice_level_drop": voice_drop_text(VOICE_DROP_DB),
 }
 NO_CORRELATION = "output silent or unrelated to the clean voice (normalised correlation below 0.1 within ±100 ms)"
+# The lag check has no form without the clean voice (against the input it
+# would find the engine's own delay, which the harness removed already).
+NO_REFERENCE_LAG = "no reference: not checked"
+# Without a reference, silence is judged against the input: an output this far
+# below the input's energy is silent.
+SILENT_BELOW_INPUT_DB = SILENT_BELOW_VOICE_DB
+# What the no-reference forms of the checks judge, for the reports.
+NO_REFERENCE_CHECKS = (
+    f"on clips without a clean reference: identical_to_input is judged against the input as always; "
+    f"silent is the output more than {SILENT_BELOW_INPUT_DB:g} dB below the input; barely_changed is not "
+    f"checked (nothing says how noisy the input is); the residual lag is not checked"
+)
 
 
 def residual_lag(output: np.ndarray, clip: Clip) -> tuple[int | None, str]:
@@ -70,6 +82,8 @@ def residual_lag(output: np.ndarray, clip: Clip) -> tuple[int | None, str]:
     not found; (None, "") where it does not apply (no voice, separation clip)."""
     if clip.is_separation or not clip.has_voice:
         return None, ""
+    if clip.clean is None:
+        return None, NO_REFERENCE_LAG
     lag = estimate_lag(output, clip.clean, max_lag=round(DEFAULT_MAX_LAG_SECONDS * clip.sample_rate))
     return (lag, "") if lag is not None else (None, NO_CORRELATION)
 
@@ -78,6 +92,8 @@ def output_flags(output: np.ndarray, clip: Clip) -> list[str]:
     """The array-based flags of one clip, in FLAGS order."""
     if clip.is_separation:
         return []
+    if clip.clean is None:
+        return no_reference_flags(output, clip)
     flags = []
     noisy_input = not arrays_equal(clip.noisy, clip.clean)
     if noisy_input and si_sdr(clip.noisy, clip.clean) < NOISY_INPUT_BELOW_DB:
@@ -87,6 +103,19 @@ def output_flags(output: np.ndarray, clip: Clip) -> list[str]:
         elif similarity >= BARELY_CHANGED_DB:
             flags.append("barely_changed")
     if clip.has_voice and energy(output) < energy(clip.clean) * 10 ** (-SILENT_BELOW_VOICE_DB / 10):
+        flags.append("silent")
+    clipped = clipped_samples(output)
+    if clipped > CLIPPED_SHARE * output.size and clipped > clipped_samples(clip.noisy):
+        flags.append("clipped")
+    return flags
+
+
+def no_reference_flags(output: np.ndarray, clip: Clip) -> list[str]:
+    """The flags a clip without a clean reference can have (NO_REFERENCE_CHECKS)."""
+    flags = []
+    if energy(clip.noisy) > 0 and si_sdr(output, clip.noisy) >= IDENTICAL_DB:
+        flags.append("identical_to_input")
+    if energy(output) < energy(clip.noisy) * 10 ** (-SILENT_BELOW_INPUT_DB / 10):
         flags.append("silent")
     clipped = clipped_samples(output)
     if clipped > CLIPPED_SHARE * output.size and clipped > clipped_samples(clip.noisy):

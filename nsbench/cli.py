@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from nsbench import cache, conditions, malloc_tuning, provenance, streaming
+from nsbench import cache, conditions, malloc_tuning, no_reference, provenance, streaming
 from nsbench.config import RunConfig
 from nsbench.results import ResultsWriter
 from nsbench.results import add_arguments as add_report_arguments
@@ -203,14 +203,21 @@ class Stopped:
 def benchmark(config: RunConfig, registry: Registry) -> int:
     dataset = registry.datasets.require_available(config.dataset).spec
     check_arguments(config, dataset)
-    engines = [declared_by_flags(spec, config, registry) for spec in select_engines(list(config.engines), registry)]
-    metrics, metric_options = bind_options(select_metrics(list(config.metrics), registry), dict(config.dataset_options), registry)
+    # Named engines, metrics and conditions are checked before the clips are
+    # listed (a misspelt flag says so at once); the defaults depend on the clips.
+    engines = select_engines(list(config.engines), registry) if config.engines else []
+    named_metrics = select_metrics(list(config.metrics), registry) if config.metrics else []
     chosen = conditions.resolve(list(config.conditions), registry.conditions)  # a missing codec stops the run here
     sources = dataset.clips(dict(config.dataset_options))[: config.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
+    engines = [declared_by_flags(spec, config, registry) for spec in engines or select_engines([], registry, sources)]
+    metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources), dict(config.dataset_options), registry)
+    dataset = dataclasses.replace(dataset, headline_metric=no_reference.headline(
+        dataset.headline_metric, [value.name for value in reported_values(metrics)], sources))
     shared = {
         "dataset_description": dataset.describe(dict(config.dataset_options)),
+        "reference_use": no_reference.reference_use(sources, metrics, reported_values(metrics)),
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
         "provenance": {**provenance.collect(list(config.argv)), "jobs": config.jobs, **metric_provenance(metric_options)},
     }
@@ -496,7 +503,7 @@ def print_clip_notes(records: list[ClipRecord], shown: int = 5) -> None:
         print(f"nsbench: ... and {len(noted) - shown} more notes in the .clips.jsonl files", file=sys.stderr)
 
 
-def select_engines(names: list[str], registry: Registry) -> list[EngineSpec]:
+def select_engines(names: list[str], registry: Registry, sources: Sequence[ClipSource] = ()) -> list[EngineSpec]:
     if names:
         chosen = [registry.engines.require_available(name).spec for name in names]
         # The first baseline (the untrained passthrough) goes in every table,
@@ -513,6 +520,11 @@ def select_engines(names: list[str], registry: Registry) -> list[EngineSpec]:
             chosen.append(record.spec)
         else:
             print(f"nsbench: {record.spec.name} not available ({record.spec.install})", file=sys.stderr)
+    # A set with no clean reference at all cannot feed an oracle.
+    note = no_reference.oracle_note([spec.name for spec in chosen if spec.oracle], sources) if sources else ""
+    if note:
+        print(f"nsbench: {note}", file=sys.stderr)
+        chosen = [spec for spec in chosen if not spec.oracle]
     return chosen
 
 
@@ -540,10 +552,11 @@ def baseline_names(registry: Registry) -> list[str]:
     return [record.spec.name for record in registry.engines if record.spec.baseline]
 
 
-def select_metrics(names: list[str], registry: Registry) -> list[MetricSpec]:
+def select_metrics(names: list[str], registry: Registry, sources: Sequence[ClipSource] = ()) -> list[MetricSpec]:
     if names:
         return [registry.metrics.require_available(name).spec for name in names]
-    return [r.spec for r in registry.metrics if r.spec.default and r.available]
+    # Without references the no-reference panel runs by default (nsbench.no_reference).
+    return no_reference.default_metrics([r.spec for r in registry.metrics if r.available], sources)
 
 
 def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes: list[str], baselines: list[str] = ()) -> dict[str, Any]:

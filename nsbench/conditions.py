@@ -154,11 +154,12 @@ def conditioned_sources(
 def conditioned(source: ClipSource, condition: Condition, identity: str = "", store: Store | None = None) -> ClipSource:
     labels = {**source.labels, LABEL: condition.name}
     if not condition.steps:  # none: the dataset's own clip, the same id, the same cache entries
-        return ClipSource(source.clip_id, source.load, labels)
+        return ClipSource(source.clip_id, source.load, labels, source.has_reference)
     return ClipSource(
         clip_id=f"{source.clip_id}{ID_SEPARATOR}{condition.name}",
         load=functools.partial(load_conditioned, source.load, condition.name, condition.steps, identity, store),
         labels=labels,
+        has_reference=source.has_reference,
     )
 
 
@@ -176,7 +177,7 @@ def load_conditioned(
         arrays = apply_steps(clip, steps)
         if store:
             cache.Cache(Path(store[0])).put_output(key, cache.CachedOutput(np.vstack(arrays), math.nan, math.nan, ""))
-    noisy, clean = arrays[0], arrays[1] if references else clip.clean
+    noisy, clean = arrays[0], arrays[1] if references and clip.clean is not None else clip.clean
     sources = np.stack(arrays[2:]) if references and clip.sources is not None else clip.sources
     # The noise stem no longer adds up with the conditioned input: dropped.
     return dataclasses.replace(
@@ -198,10 +199,13 @@ def apply_steps(clip: Clip, steps: Sequence[Step]) -> list[np.ndarray]:
     for step in steps:
         noisy = apply(step, noisy, clip.sample_rate, "noisy input")
         if step.reference:
-            clean = apply(step, clean, clip.sample_rate, "clean reference")
+            # A clip without a reference (clean None) has only its input to condition.
+            clean = apply(step, clean, clip.sample_rate, "clean reference") if clean is not None else None
             if sources is not None:
                 sources = np.stack([apply(step, row, clip.sample_rate, "reference sources") for row in sources])
     if not any(step.reference for step in steps):
+        return [noisy]
+    if clean is None:
         return [noisy]
     return [noisy, clean, *(sources if sources is not None else [])]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
-from nsbench import highlights
+from nsbench import highlights, no_reference
 from nsbench.listening_grid import Grid, GridOutput, LISTEN_SECONDS
 from nsbench.report import (
     BASELINE_ENGINE,
@@ -136,6 +136,7 @@ def write_html(
         "<p>Means over clips; SI-SDR without mean removal (torchmetrics zero_mean=False); "
         "confidence intervals are percentile bootstraps (1000 resamples, seeded). "
         "Click a table's header to sort it; type in a box to filter its rows (words, or <code>column=value</code>).</p>",
+        *([f"<p>{esc(no_reference.results_text(ordered))}</p>"] if no_reference.results_text(ordered) else []),
         highlights_html(ordered),
         "<h2>Headline per engine and cell</h2>",
         heatmap_html(ordered),
@@ -330,7 +331,7 @@ def grid_html(grid: Grid, results: Sequence[Mapping[str, Any]]) -> str:
         about = (f"<td><b>{esc(row.clip_id)}</b><br>{esc(labels)}<ul>"
                  + "".join(f"<li>{esc(why)}</li>" for why in row.reasons) + "</ul></td>")
         references = "".join(
-            f"<td>{media(audio, image, role)}</td>"
+            f"<td>{media(audio, image, role) if audio or not row.input_audio or role != 'clean reference' else 'no clean reference'}</td>"
             for audio, image, role in ((row.input_audio, row.input_image, "noisy input"), (row.clean_audio, row.clean_image, "clean reference"))
         )
         outputs = "".join(output_cell(output, f"{grid.metric} ({unit})" if unit else grid.metric) for output in row.outputs)

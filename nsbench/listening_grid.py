@@ -171,8 +171,11 @@ def reference_copies(folder: Path, row: GridRow, source: ClipSource | None, hear
     if clip is None:
         return 0
     row.input_audio, row.clean_audio = (f"{AUDIO_FOLDER}/{role}/{row.clip_id}.wav" for role in (INPUT_FOLDER, CLEAN_FOLDER))
+    if clip.clean is None:  # a clip without a reference: its input alone
+        row.clean_audio = ""
     for audio, path in ((clip.noisy, row.input_audio), (clip.clean, row.clean_audio)):
-        heard[path] = listening_copy(audio, clip.sample_rate, folder / path)
+        if audio is not None:
+            heard[path] = listening_copy(audio, clip.sample_rate, folder / path)
     return clip.sample_rate
 
 

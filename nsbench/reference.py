@@ -40,7 +40,7 @@ class ReferenceAudio:
     """What a reference feature may read: the clip's clean voice and noisy
     input as the metrics score them, and their rate."""
 
-    clean: np.ndarray
+    clean: np.ndarray | None  # None: the clip has no reference
     noisy: np.ndarray
     sample_rate: int
 
@@ -134,10 +134,13 @@ def keep(features: dict[str, Features]) -> None:
         _memory.put(key, value)
 
 
-def reference_key(clean: np.ndarray, noisy: np.ndarray, sample_rate: int) -> str:
-    """The reference audio as scored: both signals' samples and the rate."""
+def reference_key(clean: np.ndarray | None, noisy: np.ndarray, sample_rate: int) -> str:
+    """The reference audio as scored: both signals' samples and the rate (a
+    clip without a clean reference is keyed on its input, marked so)."""
     hasher = hashlib.sha256(str(sample_rate).encode())
-    for array in (clean, noisy):
+    if clean is None:
+        hasher.update(b"no clean reference")
+    for array in (a for a in (clean, noisy) if a is not None):
         array = np.ascontiguousarray(array)
         hasher.update(f"{array.dtype.str}{array.shape}".encode())
         hasher.update(array.data.cast("B"))

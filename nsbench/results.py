@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench import checks, compare, conditions, highlights, listening_grid, streaming
+from nsbench import agreement, checks, compare, conditions, highlights, listening_grid, no_reference, streaming
 from nsbench.audio import write_audio
 from nsbench.config import RunConfig
 from nsbench.report import ClipLog, file_stem, headline_higher_is_better, report_markdown, write_json
@@ -64,6 +64,7 @@ class ResultsWriter:
         # Read before the run: the stored results may be the very files this run rewrites.
         self.stored = compare.load_stored(config.compare, dataset.name) if config.compare else None
         self.records: dict[str, list[ClipRecord]] = {}
+        self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.agreement), once finished
         self.spill: Path | None = None
         if config.html and not config.output_folder:
             self.spill = Path(tempfile.mkdtemp(prefix="nsbench-outputs-"))
@@ -131,7 +132,9 @@ class ResultsWriter:
         self.add_comparisons(results)
         for result in results:
             write_json(self.folder / f"{file_stem(result['engine'])}.json", result)
+        self.agreement = self.panel_agreement(results)
         sections, code = self.extras(results, grid)
+        sections = [text for text in [agreement.agreement_markdown(self.agreement)] if text] + sections
         blocks = streaming.blocks_from(self.config)
         if blocks:
             sections.insert(0, streaming.report_section(results, blocks, self.config.jobs))
@@ -139,6 +142,7 @@ class ResultsWriter:
             if only_whole:
                 print(f"nsbench: {only_whole}", file=sys.stderr)
         top, by_condition = conditions.report_parts(results) if self.conditions else ([], [])
+        top = [text for text in [no_reference.results_text(results)] if text] + top
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
                                  self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top)
         if interruption:
@@ -167,6 +171,16 @@ class ResultsWriter:
             self.html(results, plots, regression, grid)
         return sections, code
 
+    def panel_agreement(self, results: list[dict[str, Any]]) -> dict[str, Any]:
+        """The no-reference metrics against the intrusive ones (nsbench.agreement), also
+        written as agreement.json; {} (and no file) when the run computed no such pair."""
+        oracles = [r["engine"] for r in results if r.get("engine_info", {}).get("oracle")]
+        found = agreement.panel_agreement(self.records, self.metrics, oracles, (self.baselines or [None])[0])
+        (self.folder / "agreement.json").unlink(missing_ok=True)  # an earlier run's
+        if found:
+            write_json(self.folder / "agreement.json", found)
+        return found
+
     def add_comparisons(self, results: list[dict[str, Any]]) -> None:
         metrics = compared_metrics(self.metrics, self.dataset.headline_metric)
         comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
@@ -190,5 +204,5 @@ class ResultsWriter:
             table = compare.comparison_rows(regression)
             text = compare.comparison_summary(regression).replace("**", "")
         write_html(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
-                   grid, sections)
+                   grid, [*sections, *agreement.agreement_html(self.agreement)])
 

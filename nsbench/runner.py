@@ -427,7 +427,7 @@ def ready_engine(holder: EngineHolder, clip: Clip, lag_compensation: float = 0.0
 
 
 def run_whole(holder: EngineHolder, clip: Clip, engine: Engine, rate: int, delay: int) -> tuple[np.ndarray, float, float, str]:
-    reference = {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)} if holder.spec.oracle else {}
+    reference = oracle_reference(holder.spec, clip, rate, delay)
     cpu_start, wall_start = cpu_seconds(engine), time.perf_counter()
     engine_input = resample(clip.noisy, clip.sample_rate, rate)
     try:
@@ -443,6 +443,19 @@ def run_whole(holder: EngineHolder, clip: Clip, engine: Engine, rate: int, delay
     output = resample(kept, rate, clip.sample_rate)
     cpu, wall = cpu_seconds(engine) - cpu_start, time.perf_counter() - wall_start
     return fit_length(output, len(clip.noisy)), cpu, wall, f"{delay} samples at {rate} Hz"
+
+
+def oracle_reference(spec: EngineSpec, clip: Clip, rate: int, delay: int) -> dict[str, np.ndarray]:
+    """An oracle's keyword ``clean`` at its rate, padded as its input is; a
+    clip without a reference cannot run an oracle, and fails with that reason."""
+    if not spec.oracle:
+        return {}
+    if clip.clean is None:
+        raise ClipError(NO_REFERENCE_FOR_ORACLE)
+    return {"clean": padded(resample(clip.clean, clip.sample_rate, rate), delay)}
+
+
+NO_REFERENCE_FOR_ORACLE = "an oracle engine needs the clean reference, and this clip has none"
 
 
 def check_length(clip: Clip) -> None:
@@ -576,6 +589,8 @@ def score_one(metric: MetricSpec, clip: Clip, inputs: MetricInputs) -> dict[str,
     other metrics stand."""
     if clip.task not in metric.tasks:
         return {}
+    if metric.needs_reference and not clip.has_reference:
+        return {}  # not a failure, nor undefined: the set cannot use it (the report lists it so)
     if metric.needs_voice and not clip.has_voice:
         return {"undefined": "no voice in this clip"}
     try:

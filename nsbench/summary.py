@@ -305,7 +305,8 @@ def alignment_summary(records: Sequence[ClipRecord]) -> dict[str, Any]:
     for record in measured:
         if record.residual_lag:
             lags.setdefault(record.residual_lag, []).append(record.run_id)
-    unmeasured = [r.run_id for r in records if r.residual_lag is None and r.lag_unmeasured]
+    unmeasured = [r.run_id for r in records if r.residual_lag is None and r.lag_unmeasured
+                  and r.lag_unmeasured != checks.NO_REFERENCE_LAG]
     rates = sorted({r.sample_rate for r in measured})
     summary = {
         "sample_aligned": bool(measured) and not lags,
@@ -314,6 +315,8 @@ def alignment_summary(records: Sequence[ClipRecord]) -> dict[str, Any]:
         "lags": {str(lag): clips for lag, clips in sorted(lags.items())},
         "unmeasured_clips": unmeasured,
         "constant_lag": constant_lag(measured),
+        # Clips without a clean reference, on which the lag has no check.
+        "not_checked_clips": sum(r.lag_unmeasured == checks.NO_REFERENCE_LAG for r in records),
     }
     return {"text": alignment_text(summary), **summary}
 
@@ -334,13 +337,15 @@ def alignment_text(summary: Mapping[str, Any]) -> str:
     parts = []
     if summary["sample_aligned"]:
         parts.append("sample-aligned")
-    elif not summary["measured_clips"]:
+    elif not summary["measured_clips"] and not summary.get("not_checked_clips"):
         parts.append("alignment not measured")
     for lag, clips in summary["lags"].items():
         side = "late" if int(lag) > 0 else "early"
         parts.append(f"{side} by {plural(abs(int(lag)), 'sample')} on {plural(len(clips), 'clip')}")
     if summary["unmeasured_clips"]:
         parts.append(f"not measurable on {plural(len(summary['unmeasured_clips']), 'clip')}")
+    if summary.get("not_checked_clips"):
+        parts.append(f"{checks.NO_REFERENCE_LAG} on {plural(summary['not_checked_clips'], 'clip')}")
     return ", ".join(parts)
 
 

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench import highlights
+from nsbench import highlights, no_reference
 from nsbench.report import fmt, fmt_timing, headline_of, interval
 from nsbench.text import plural
 
@@ -28,6 +28,7 @@ def summary_text(
     lines += engine_table(results, headline)
     if any(highlights.is_oracle(r) for r in results):
         lines.append(f"{ORACLE_MARK}: uses the clean reference; an upper bound, not an engine")
+    lines += wrapped(no_reference.results_text(results))
     lines += wrapped(verdict_text(results))
     lines += wrapped(difference_direction(results))
     lines += wrapped(flags_text(results))

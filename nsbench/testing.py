@@ -263,13 +263,15 @@ def _check_source(spec: DatasetSpec, source: ClipSource, findings: Findings) -> 
     if not isinstance(clip, Clip):
         findings.faults.append(f"{source.clip_id}: load() returned {type(clip).__name__}, expected a Clip")
         return
-    for role in ("noisy", "clean"):
+    if clip.clean is None and source.has_reference:
+        findings.faults.append(f"{source.clip_id}: clean is None but its ClipSource says has_reference=True")
+    for role in ("noisy", "clean") if clip.clean is not None else ("noisy",):  # clean None: no reference (PLUGIN_API 3)
         array = getattr(clip, role)
         if not isinstance(array, np.ndarray) or array.dtype != np.float32 or array.ndim != 1:
             findings.faults.append(f"{source.clip_id}: {role} must be a float32 1-D array, got {getattr(array, 'dtype', type(array))} {getattr(array, 'shape', '')}")
         elif not np.all(np.isfinite(array)):
             findings.faults.append(f"{source.clip_id}: {role} holds NaN or Inf samples")
-    if len(clip.noisy) != len(clip.clean):
+    if clip.clean is not None and len(clip.noisy) != len(clip.clean):
         findings.faults.append(f"{source.clip_id}: noisy has {len(clip.noisy)} samples, clean {len(clip.clean)}")
     if not isinstance(clip.sample_rate, int) or clip.sample_rate <= 0:
         findings.faults.append(f"{source.clip_id}: sample_rate {clip.sample_rate!r} is not a positive int")
@@ -307,7 +309,25 @@ def check_metric(spec_or_name: MetricSpec | str) -> Findings:
             findings.faults.append(f"{clip.clip_id}: returned {first!r}, expected a finite float")
         elif first != second:
             findings.faults.append(f"{clip.clip_id}: not repeatable ({first!r}, then {second!r})")
+    if not spec.needs_reference:
+        without_reference(spec, findings)
     return findings.raise_if_faulty("metric")
+
+
+def without_reference(spec: MetricSpec, findings: Findings) -> None:
+    """A metric that says needs_reference=False must work with ``clean=None``
+    (the clips it is there for have none)."""
+    clip = generated_clip(0, DEFAULT_RATE)
+    output = (0.5 * clip.noisy + 0.5 * clip.clean).astype(np.float32)
+    inputs = MetricInputs(output=output, clean=None, noisy=clip.noisy, sample_rate=clip.sample_rate,
+                          cpu_seconds=0.01, wall_seconds=0.01)
+    try:
+        spec.func(inputs)
+    except MetricUndefined:
+        pass
+    except Exception as error:
+        findings.faults.append(f"says needs_reference=False, but without the clean reference (clean=None) "
+                               f"raised {type(error).__name__}: {error}")
 
 
 def _registry():

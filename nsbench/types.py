@@ -36,7 +36,9 @@ class Clip:
     """One test item, loaded. Arrays are float32 mono at ``sample_rate``.
 
     ``clean`` is the target the engine should produce; on a music-only clip it is
-    all zeros (the user wants silence). ``noise`` is the interfering stem (noise or
+    all zeros (the user wants silence); None: the clip has no clean reference
+    (a user's recording, DNS 2020's real and blind sets), and only metrics
+    with ``needs_reference=False`` score it (PLUGIN_API 3). ``noise`` is the interfering stem (noise or
     music) where the dataset knows it. ``sources`` makes it a separation clip
     (FUSS): the reference sources, (sources, samples); engines may then return
     several outputs, and only separation metrics apply.
@@ -44,7 +46,7 @@ class Clip:
 
     clip_id: str
     noisy: np.ndarray
-    clean: np.ndarray
+    clean: np.ndarray | None
     sample_rate: int
     noise: np.ndarray | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -59,8 +61,14 @@ class Clip:
         return len(self.noisy) / self.sample_rate
 
     @property
+    def has_reference(self) -> bool:
+        return self.clean is not None
+
+    @property
     def has_voice(self) -> bool:
-        return bool(np.any(self.clean))
+        # Without a reference nothing says the voice is absent: a recording
+        # brought to be denoised is taken to hold one.
+        return self.clean is None or bool(np.any(self.clean))
 
     @property
     def is_separation(self) -> bool:
@@ -82,6 +90,9 @@ class ClipSource:
     clip_id: str
     load: Callable[[], Clip]
     labels: Mapping[str, str] = field(default_factory=dict)
+    # False: the clip loads with ``clean=None``; the run then picks the
+    # metrics that need no reference (nsbench.cli.select_metrics).
+    has_reference: bool = True
 
 
 # --------------------------------------------------------------------------- engines
@@ -259,7 +270,7 @@ class MetricInputs:
     """
 
     output: np.ndarray
-    clean: np.ndarray
+    clean: np.ndarray | None  # None: the clip has no reference (only needs_reference=False metrics see it)
     noisy: np.ndarray
     sample_rate: int
     cpu_seconds: float = float("nan")

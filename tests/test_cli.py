@@ -19,6 +19,7 @@ ENGINE_KEYS = {
     "engine", "dataset", "stoi", "rtf", "rtf_wall", "clips", "runs", "failures", "failed_clips", "metrics",
     "cells", "worst_cell", "metric_definitions", "dataset_description", "provenance", "engine_info",
     "alignment", "flags", "expected_flags", "worst_clips", "typical_clips", "comparisons", "format_version", "metric_notes",
+    "reference_use",
 }
 STATS_KEYS = {"n", "mean", "median", "mad", "p5", "p95", "mean_ci95", "median_ci95"}
 # A pooled metric's figures (FUSS SI-SNR: over scored pairs) add these.

@@ -25,7 +25,7 @@ if not INSTALLED:
 # hook implementations at module level.
 BUILTIN_MODULES = {
     "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "oracle_masks", "koala"],
-    "datasets": ["demo", "demo_tts", "folder", "dns2020", "voicebank", "musdb", "biodenoising", "fuss"],
+    "datasets": ["demo", "demo_tts", "folder", "dns2020", "dns2020_real", "dns2020_blind", "voicebank", "musdb", "biodenoising", "fuss"],
     "metrics": ["sisdr", "intelligibility", "levels", "realtime", "pesq_metric", "dnsmos", "demixing", "fuss_sisnr", "wer"],
     "conditions": ["processing", "codecs"],
 }
