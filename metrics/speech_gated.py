@@ -31,13 +31,17 @@ over samples):
   P(x, no-speech), for input and output separately; 10 log10(S(output) /
   S(input)). Passthrough is exactly 0, a gain of g dB reads g, and a perfect
   denoiser on stationary noise reads about 0 (the input's noise is measured
-  in its pauses and taken out). Where the output has no power above its own
-  pauses (S(output) <= 0: speech removed with the noise) it reads -120 dB,
-  the floor of the other level metrics.
+  in its pauses and taken out). An output silent in the speech chunks reads
+  -120 dB, the floor of the other level metrics; one with power there but
+  no more than in its pauses (S(output) <= 0) is undefined: the speech
+  removed and noise the pauses do not represent (music, a suppressor that
+  varies) cannot be told apart.
 
 Both are undefined (with the reason) when the detector finds no speech chunk,
-no no-speech chunk (no pause to measure the noise in), or, for the voice
-level, when the input's speech frames are no louder than its pauses.
+fewer than 8 no-speech chunks (256 ms: too little pause to measure the noise
+in; babble, which the detector takes for speech, often leaves one to three),
+or, for the voice level, when the input's speech frames are no louder than
+its pauses.
 
 The detector runs on the input only, once per clip for every engine
 (``inputs.feature``, nsbench.reference): the engines are judged on the same
@@ -49,7 +53,7 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -73,6 +77,11 @@ STATE_SHAPE = (2, 1, 128)
 SPEECH_THRESHOLD = 0.5
 NO_SPEECH_THRESHOLD = SPEECH_THRESHOLD - 0.15
 PAD_CHUNKS = 1
+# The fewest no-speech chunks that measure the noise: 8 chunks, 256 ms. With
+# fewer (babble, which the detector rightly takes for speech, leaves one to
+# three chunks of a 4 s clip) the pauses' power is one moment's, not the
+# noise's, and the speech level read from it wanders by tens of dB.
+MIN_PAUSE_CHUNKS = 8
 # Same floor and ceiling as the other level metrics.
 CLAMP_DB = 120.0
 
@@ -177,8 +186,12 @@ def _frames(output: np.ndarray, noisy: np.ndarray, sample_rate: int, frames: Fea
         frames = speech_frames(ReferenceAudio(noisy, noisy, sample_rate))
     if not np.any(frames["speech"]):
         raise MetricUndefined("the voice activity detector found no speech in the input")
-    if not np.any(frames["no_speech"]):
-        raise MetricUndefined("the voice activity detector found no pause in the input to measure the noise in")
+    pauses = int(np.count_nonzero(frames["no_speech"]))
+    if pauses < MIN_PAUSE_CHUNKS:
+        raise MetricUndefined(
+            f"the voice activity detector found {pauses} no-speech chunk{'' if pauses == 1 else 's'} of 32 ms in the "
+            f"input, too few to measure the noise in (at least {MIN_PAUSE_CHUNKS} needed)"
+        )
     return frames
 
 
@@ -207,8 +220,15 @@ def voice_level_db(output: np.ndarray, noisy: np.ndarray, sample_rate: int, fram
     speech_in = mean_power(energy_in, bounds, speech) - mean_power(energy_in, bounds, quiet)
     if speech_in <= 0.0:
         raise MetricUndefined("the input is no louder where the detector finds speech than in its pauses")
-    speech_out = mean_power(energy_out, bounds, speech) - mean_power(energy_out, bounds, quiet)
-    return _clamped_db(speech_out / speech_in)
+    loud, floor = mean_power(energy_out, bounds, speech), mean_power(energy_out, bounds, quiet)
+    if loud == 0.0:
+        return -CLAMP_DB  # silent wherever the input has speech
+    if loud <= floor:
+        # The speech removed, or noise in the output that its pauses do not
+        # represent (music, a suppressor that varies): the two cannot be told apart.
+        raise MetricUndefined("the output is no louder where the input has speech than in its pauses: "
+                              "its speech cannot be told from its noise")
+    return _clamped_db((loud - floor) / speech_in)
 
 
 def vad_frames(inputs: MetricInputs) -> Features:
@@ -236,6 +256,40 @@ def vad_options(flags: Mapping[str, Any], registry: Any) -> dict[str, Any]:
     hash (a mismatch stops the run, exit 2); its path and full hash for the provenance."""
     path = verified(model_path(), MODEL_SHA256, INSTALL)
     return {"fingerprint": MODEL_SHA256, "provenance": {"model_file": str(path), "sha256": MODEL_SHA256}}
+
+
+# -------------------------------------------------------- agreement with the intrusive forms
+
+PAIRS = {
+    "vad_voice_level_db - voice_level_db": ("vad_voice_level_db", "voice_level_db"),
+    "vad_attenuation_db - music_attenuation_db": ("vad_attenuation_db", "music_attenuation_db"),
+}
+
+
+def level_agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How far the gated levels read from the intrusive ones, on a paired set.
+
+    ``rows``: one per clip and engine, with ``engine``, ``snr_db`` and the
+    scores. Returns {"pairs": {pair: {snr: {engine: {"clips", "mean",
+    "median", "mean_abs"}}}}, "pearson": {pair: r over every row}}, the differences
+    no-reference minus intrusive, in dB, rows lacking either value left out.
+    """
+    pairs: dict[str, Any] = {}
+    pearson: dict[str, float] = {}
+    for pair, (ours, theirs) in PAIRS.items():
+        scored = [row for row in rows if ours in row and theirs in row]
+        cells: dict[str, dict[str, list[float]]] = {}
+        for row in scored:
+            cells.setdefault(str(row["snr_db"]), {}).setdefault(row["engine"], []).append(row[ours] - row[theirs])
+        pairs[pair] = {
+            snr: {engine: {"clips": len(d), "mean": float(np.mean(d)), "median": float(np.median(d)),
+                           "mean_abs": float(np.mean(np.abs(d)))}
+                  for engine, d in by_engine.items()}
+            for snr, by_engine in sorted(cells.items(), key=lambda item: float(item[0]))
+        }
+        if len(scored) > 2:
+            pearson[pair] = float(np.corrcoef([row[ours] for row in scored], [row[theirs] for row in scored])[0, 1])
+    return {"pairs": pairs, "pearson": pearson}
 
 
 GATING = (
