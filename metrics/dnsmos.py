@@ -336,7 +336,7 @@ NON_INTRUSIVE = (
     "studio speech, so no engine reaches 5"
 )
 COMMON = (
-    "the non-personalised model bundled in speechmos, run with onnxruntime exactly as "
+    "the model bundled in speechmos, run with onnxruntime exactly as "
     "speechmos.dnsmos.run; output resampled to 16 kHz (soxr HQ) and clipped to [-1, 1]; clips under "
     "9.01 s are looped to fill the model's window (the report counts them)"
 )
@@ -350,7 +350,8 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ("dnsmos_ovrl", dnsmos_ovrl_metric, "P.835 overall quality (OVRL)", P835),
         ("dnsmos_p808", dnsmos_p808_metric, "P.808 overall quality (MOS)", P808),
     ):
-        paper = "DNSMOS P.835 (Reddy et al. 2022)" if model == P835 else "DNSMOS P.808 (Reddy et al. 2021)"
+        paper = ("DNSMOS P.835 (Reddy et al. 2022), non-personalised" if model == P835
+                 else "DNSMOS P.808 (Reddy et al. 2021)")
         description = f"Predicted {what} of the output alone: {paper}, {COMMON}"
         register(MetricSpec(
             name=name,
