@@ -33,6 +33,7 @@ from nsbench.summary import alignment_summary, baselines_of, summarise
 from nsbench.terminal_summary import summary_text
 from nsbench.text import fit_rows
 from nsbench.metric_options import bind_options, metric_provenance
+from nsbench.model_files import ModelFileMismatch
 from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
 
 LIST_CHOICES = ("engines", "datasets", "metrics", "conditions", "recognisers", "plugins", "cache")
@@ -245,6 +246,8 @@ def run_engines(settings: RunSettings, engines: list[EngineSpec]) -> int:
             settings.upcoming = engines[index + 1 :]
             try:
                 result, stop = run_one(engine, settings, first=not results)
+            except ModelFileMismatch:  # a broken install, not one engine's trouble: stop, exit 2
+                raise
             except UserError as error:
                 print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
                 not_run[engine.name] = str(error)

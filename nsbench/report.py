@@ -281,6 +281,17 @@ def legend(metrics: Sequence[MetricSpec], extra: Sequence[str] = ()) -> str:
     return "\n".join(lines)
 
 
+def metric_notes_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What metrics said about their values, counted per engine (DNSMOS's looped
+    clips, the wer reference); nothing when no metric said anything."""
+    lines = []
+    for result in results:
+        for name, counts in result.get("metric_notes", {}).items():
+            told = ", ".join(f"{note} on {clips_count(count)}" for note, count in sorted(counts.items()))
+            lines.append(f"- {result['engine']}: {name}: {told}")
+    return ["Notes the metrics made on the clips:\n\n" + "\n".join(lines)] if lines else []
+
+
 def engine_line(result: Mapping[str, Any]) -> str:
     info = result["engine_info"]
     delays = "; ".join(f"{delay} on {count} clips" for delay, count in info["delays_removed"].items()) or "none"
@@ -423,6 +434,7 @@ def report_markdown(
         *sections,
         "## Metrics",
         legend(metrics, extra_columns),
+        *metric_notes_lines(ordered),
     ]
     parts += ["## Engines", *(engine_line(r) for r in ordered)]
     if not_run:

@@ -26,7 +26,7 @@ from nsbench.streaming import Blocks
 from nsbench.types import Clip, ClipSource, EngineSpec
 
 BLOCK_SIZES = (128, 160, 441, 1000)
-STREAMABLE_BUILTINS = ("webrtc", "speex", "deepfilternet", "rnnoise")
+STREAMABLE_BUILTINS = ("webrtc", "speex", "deepfilternet", "rnnoise", "gtcrn")
 # Not streamable, each for its reason: NSNet2's ONNX model takes a whole
 # spectrogram with no state inputs; noisereduce and the oracles are non-causal.
 # (RNNoise with a user's --rnnoise-demo-path neither: xiph's demo reads whole files.)

@@ -24,9 +24,9 @@ if not INSTALLED:
 # Folder -> built-in modules, in the order they register. Each module defines
 # hook implementations at module level.
 BUILTIN_MODULES = {
-    "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "oracle_masks", "koala"],
+    "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "gtcrn", "oracle_masks", "koala"],
     "datasets": ["demo", "demo_tts", "folder", "dns2020", "dns2020_real", "dns2020_blind", "voicebank", "musdb", "biodenoising", "fuss"],
-    "metrics": ["sisdr", "intelligibility", "levels", "realtime", "pesq_metric", "dnsmos", "demixing", "fuss_sisnr", "wer"],
+    "metrics": ["sisdr", "intelligibility", "levels", "realtime", "pesq_metric", "dnsmos", "speech_gated", "demixing", "fuss_sisnr", "wer"],
     "conditions": ["processing", "codecs"],
 }
 
