@@ -122,7 +122,9 @@ def write_html(
     comparison: Table | None = None,
     comparison_text: str = "",
     grid: Grid | None = None,
+    notices: Sequence[str] = (),
 ) -> Path:
+    """``notices``: HTML sections after the highlights (failed clips, earlier runs' results, files left out)."""
     ordered = highlights.ordered(results)
     body = [
         f"<h1>nsbench report: {esc(dataset)}</h1>",
@@ -130,6 +132,7 @@ def write_html(
         "confidence intervals are percentile bootstraps (1000 resamples, seeded). "
         "Click a table's header to sort it; type in a box to filter its rows (words, or <code>column=value</code>).</p>",
         highlights_html(ordered),
+        *notices,
         "<h2>Headline per engine and cell</h2>",
         heatmap_html(ordered),
         "<h2>Listen: the same clips through every engine</h2>",
