@@ -9,6 +9,7 @@ that checks only for 0 sees every run that left something out.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, Mapping, Sequence
 
 EXIT_INCOMPLETE = 4
@@ -16,12 +17,25 @@ EXIT_INCOMPLETE = 4
 CLIPS_NAMED = 10
 
 
+CLIP_PLACEHOLDER = "<clip>"
+
+
 def failure_groups(result: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
-    """(reason, clips) of one engine's failed clips, the reason most clips share first."""
-    by_reason: dict[str, list[str]] = {}
+    """(reason, clips) of one engine's failed clips, the reason most clips share
+    first. Reasons that differ only by the clip's own name (its path: "cannot
+    read .../empty_a.wav: the file is empty") are one, with the name made
+    ``<clip>``; a reason of one clip is shown as it is."""
+    by_reason: dict[str, list[tuple[str, str]]] = {}
     for failed in result.get("failed_clips", []):
-        by_reason.setdefault(str(failed.get("error")), []).append(str(failed.get("clip_id")))
-    return sorted(by_reason.items(), key=lambda item: -len(item[1]))
+        clip, error = str(failed.get("clip_id")), str(failed.get("error"))
+        by_reason.setdefault(generic(error, clip), []).append((clip, error))
+    groups = [(reason if len(members) > 1 else members[0][1], [clip for clip, _ in members]) for reason, members in by_reason.items()]
+    return sorted(groups, key=lambda group: -len(group[1]))
+
+
+def generic(error: str, clip: str) -> str:
+    """The reason with the clip's name, where it stands as a whole word, made ``<clip>``."""
+    return re.sub(rf"(?<![\w-]){re.escape(clip)}(?![\w-])", CLIP_PLACEHOLDER, error) if clip else error
 
 
 def named_clips(clips: Sequence[str]) -> str:
