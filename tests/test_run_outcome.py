@@ -198,6 +198,7 @@ def test_the_readme_lists_every_exit_code():
     codes = section(readme.replace("### Exit codes", "## Exit codes"), "Exit codes")
     for code in ("0", "2", "3", "4", "130", "143"):
         assert f"| {code} |" in codes, code
+    assert "a signal's code wins, then 2, then 3, then 4" in codes
 
 
 # --------------------------------------------------------------------------- the cache
