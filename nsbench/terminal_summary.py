@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench import highlights
+from nsbench import coverage, failures, highlights
 from nsbench.report import fmt, headline_of, interval
 from nsbench.summary import plural
 
@@ -97,7 +97,5 @@ def run_notes_lines(results: Sequence[Mapping[str, Any]], covered: Any, not_run:
     """Lines after the summary: what the cache served, what else the report
     holds or leaves out (``covered``: nsbench.coverage.Coverage), and why the
     run exits 4. Each at most one line of text, wrapped."""
-    from nsbench import coverage, failures
-
     texts = [coverage.cache_text(results), coverage.coverage_line(covered), failures.incomplete_line(results, not_run, named)]
     return [line for text in texts if text for line in wrapped(text)]
