@@ -174,8 +174,7 @@ def cache_text(results: Sequence[Mapping[str, Any]]) -> str:
     served, total, parts = cache_counts(results)
     if not served:
         return ""
-    return (f"from the cache: {served} of {total} clip runs ({', '.join(parts)}); "
-            "their timings are those of the run that made them")
+    return f"from the cache: {served} of {total} clip runs ({', '.join(parts)}), timed by the run that made them"
 
 
 def cache_sentence(results: Sequence[Mapping[str, Any]]) -> str:
