@@ -174,7 +174,9 @@ def cache_text(results: Sequence[Mapping[str, Any]]) -> str:
     served, total, parts = cache_counts(results)
     if not served:
         return ""
-    return f"from the cache: {served} of {total} clip runs ({', '.join(parts)}), timed by the run that made them"
+    if served == total:  # a repeated run: the engines need no list (nine of them would not fit a line)
+        return f"from the cache: all {total} clip runs; timings as first run"
+    return f"from the cache: {served} of {total} clip runs ({', '.join(parts)}); timings as first run"
 
 
 def cache_sentence(results: Sequence[Mapping[str, Any]]) -> str:

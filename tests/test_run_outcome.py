@@ -213,8 +213,11 @@ def test_a_repeated_run_says_how_many_clips_came_from_the_cache(tmp_path, monkey
     assert code == 0 and "from the cache" not in out
     assert "From the cache" not in (tmp_path / "r" / "folder" / "report.md").read_text()
     code, out, _ = run(common)
-    assert "from the cache: 6 of 6 clip runs (passthrough 3 of 3, speex 3 of 3)" in out
-    assert "From the cache: 6 of 6 clip runs (passthrough 3 of 3, speex 3 of 3)" in (tmp_path / "r" / "folder" / "report.md").read_text()
+    assert "from the cache: all 6 clip runs; timings as first run" in out
+    assert "From the cache: all 6 clip runs" in (tmp_path / "r" / "folder" / "report.md").read_text()
+    # A run with one more engine: the cache served some of the clip runs, named per engine.
+    code, out, _ = run([*common, "--engine", "noisereduce"])
+    assert "from the cache: 6 of 9 clip runs (passthrough 3 of 3, speex 3 of 3); timings as first run" in out
     assert json.loads((tmp_path / "r" / "folder" / "speex.json").read_text())["from_cache"] == {"outputs": 3, "runs": 3}
 
 
