@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from nsbench import cache, conditions, malloc_tuning, no_reference, provenance, streaming
+from nsbench import cache, conditions, coverage, failures, malloc_tuning, no_reference, provenance, streaming
 from nsbench.config import RunConfig
 from nsbench.results import ResultsWriter
 from nsbench.results import add_arguments as add_report_arguments
@@ -30,7 +30,7 @@ from nsbench.report import engine_result, file_stem
 from nsbench.executors import executor_for
 from nsbench.runner import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, Executor, run_engine
 from nsbench.summary import alignment_summary, baselines_of, summarise
-from nsbench.terminal_summary import summary_text
+from nsbench.terminal_summary import run_notes_lines, summary_text
 from nsbench.text import fit_rows
 from nsbench.metric_options import bind_options, metric_provenance
 from nsbench.model_files import ModelFileMismatch
@@ -232,8 +232,13 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     run_cache = cache.Cache(cache.cache_root(), read=not config.rerun) if config.use_cache else None
     settings = RunSettings(config, registry, dataset, sources, metrics, writer, run_cache, shared, conditions=names,
                            blocks=streaming.blocks_from(config))
+    identities = metric_identities(metrics, registry, metric_options)
     if run_cache:
-        settings.metric_identities = metric_identities(metrics, registry, metric_options)
+        settings.metric_identities = identities
+    # The report covers the folder's earlier results made on the same (nsbench.coverage).
+    writer.identity = shared["run_identity"] = coverage.run_identity(
+        dataset.name, shared["dataset_description"], [source.clip_id for source in sources], identities, names,
+        config.block_size, config.block_ms)
     with executor_for(config.executor, config.jobs, config.scheduler, engines) as settings.executor:
         return run_engines(settings, engines)
 
@@ -260,6 +265,7 @@ def run_engines(settings: RunSettings, engines: list[EngineSpec]) -> int:
         for holder in settings.built.values():  # built ahead for an engine that did not run
             holder.discard()
     report, exit_code = settings.writer.finish(results, not_run, interruption_note(stop))
+    exit_code = failures.exit_code(results, not_run, settings.config.engines, exit_code)
     if stop:
         print_interruption(stop, settings, engines[index + 1 :])
         stop.signal.reported = True
@@ -270,6 +276,8 @@ def run_engines(settings: RunSettings, engines: list[EngineSpec]) -> int:
     if not settings.config.quiet:
         reports = [folder / "report.md", *([folder / "report.html"] if settings.config.html else [])]
         print(summary_text(settings.dataset.name, results, reports, not_run))
+        for line in run_notes_lines(results, settings.writer.coverage, not_run, settings.config.engines):
+            print(line)
     print(f"nsbench: results in {folder}/", file=sys.stderr)
     return exit_code
 
@@ -309,7 +317,7 @@ def summarise_engine(
     cached = sum(record.from_cache for record in records)
     if cached:
         engine_notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
-    extra = dict(settings.shared)
+    extra = {**settings.shared, "from_cache": {"outputs": cached, "runs": len(records)}}
     if stop:
         extra["interrupted"] = {"signal": stop.signal.name, "clips_done": stop.done, "clips_planned": stop.planned}
     info = engine_info(settings.registry.engines.get(engine.name), records, engine_notes, settings.baselines)

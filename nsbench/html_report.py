@@ -127,9 +127,12 @@ def write_html(
     comparison_text: str = "",
     grid: Grid | None = None,
     sections: Sequence[str] = (),
+    notices: Sequence[str] = (),
 ) -> Path:
     """``sections``: HTML the run adds after the per-cell table (the streaming
-    and per-condition tables: streaming_html, conditions_html)."""
+    and per-condition tables: streaming_html, conditions_html; the panel's
+    agreement). ``notices``: HTML sections after the highlights (failed clips,
+    earlier runs' results, files left out)."""
     ordered = highlights.ordered(results)
     body = [
         f"<h1>nsbench report: {esc(dataset)}</h1>",
@@ -138,6 +141,7 @@ def write_html(
         "Click a table's header to sort it; type in a box to filter its rows (words, or <code>column=value</code>).</p>",
         *([f"<p>{esc(no_reference.results_text(ordered))}</p>"] if no_reference.results_text(ordered) else []),
         highlights_html(ordered),
+        *notices,
         "<h2>Headline per engine and cell</h2>",
         heatmap_html(ordered),
         "<h2>Listen: the same clips through every engine</h2>",

@@ -18,6 +18,7 @@ clips x engines x 30 s of 16-bit audio.
 from __future__ import annotations
 
 import argparse
+import html
 import os
 import shutil
 import sys
@@ -28,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench import agreement, checks, compare, conditions, highlights, listening_grid, no_reference, streaming
+from nsbench import agreement, checks, compare, conditions, coverage, failures, highlights, listening_grid, no_reference, streaming
 from nsbench.audio import write_audio
 from nsbench.config import RunConfig
 from nsbench.report import ClipLog, file_stem, headline_higher_is_better, report_markdown, write_json
@@ -65,6 +66,8 @@ class ResultsWriter:
         self.stored = compare.load_stored(config.compare, dataset.name) if config.compare else None
         self.records: dict[str, list[ClipRecord]] = {}
         self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.agreement), once finished
+        self.identity: dict[str, Any] = {}  # this run's (nsbench.coverage); set by the run before it ends
+        self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
         self.spill: Path | None = None
         if config.html and not config.output_folder:
             self.spill = Path(tempfile.mkdtemp(prefix="nsbench-outputs-"))
@@ -132,8 +135,10 @@ class ResultsWriter:
         self.add_comparisons(results)
         for result in results:
             write_json(self.folder / f"{file_stem(result['engine'])}.json", result)
+        current = results
+        results = [*results, *self.earlier(results)]
         self.agreement = self.panel_agreement(results)
-        sections, code = self.extras(results, grid)
+        sections, code = self.extras(results, grid, current)
         sections = [text for text in [agreement.agreement_markdown(self.agreement)] if text] + sections
         blocks = streaming.blocks_from(self.config)
         if blocks:
@@ -142,7 +147,10 @@ class ResultsWriter:
             if only_whole:
                 print(f"nsbench: {only_whole}", file=sys.stderr)
         top, by_condition = conditions.report_parts(results) if self.conditions else ([], [])
-        top = [text for text in [no_reference.results_text(results)] if text] + top
+        top = [text for text in (coverage.earlier_text(self.coverage.earlier), coverage.cache_sentence(current),
+                                 no_reference.results_text(results)) if text] + list(top)
+        sections = [text for text in (failures.failures_markdown(current), coverage.left_out_markdown(self.coverage.left_out))
+                    if text] + sections
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
                                  self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top)
         if interruption:
@@ -151,8 +159,22 @@ class ResultsWriter:
         (self.folder / "report.md").write_text(report)
         return report, code
 
-    def extras(self, results: list[dict[str, Any]], grid: listening_grid.Grid | None) -> tuple[list[str], int]:
-        """Plots, the comparison with --compare, report.html: report.md's extra sections and the exit code."""
+    def earlier(self, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The earlier runs' results this report covers (nsbench.coverage); the files it leaves out go to ``self.coverage``."""
+        if not self.identity:
+            return []
+        ran = [result["engine"] for result in results]
+        self.coverage = coverage.earlier_results(self.folder, self.identity, ran, {name: file_stem(name) for name in ran})
+        if self.config.html:  # the listening grid was rebuilt for this run's engines only
+            for result in self.coverage.earlier:
+                coverage.strip_grid_links(result)
+        return self.coverage.earlier
+
+    def extras(self, results: list[dict[str, Any]], grid: listening_grid.Grid | None,
+               current: list[dict[str, Any]] | None = None) -> tuple[list[str], int]:
+        """Plots, the comparison with --compare (of this run's results, ``current``), report.html:
+        report.md's extra sections and the exit code."""
+        current = results if current is None else current
         sections, code, regression = [], 0, None
         plots = self.plots(results) if self.config.plots else []
         if plots:
@@ -160,7 +182,7 @@ class ResultsWriter:
 
             sections.append(plots_markdown(plots))
         if self.stored is not None:
-            comparison = compare.compare_results(results, self.stored, self.tolerances)
+            comparison = compare.compare_results(current, self.stored, self.tolerances)
             write_json(self.folder / "comparison.json", {"compared_with": self.config.compare, **comparison})
             sections.append(compare.comparison_markdown(comparison, self.config.compare))
             regression = comparison
@@ -168,7 +190,7 @@ class ResultsWriter:
                 print(f"nsbench: {comparison['regressions']} values worse than {self.config.compare} beyond tolerance", file=sys.stderr)
                 code = compare.EXIT_REGRESSION
         if grid is not None:
-            self.html(results, plots, regression, grid)
+            self.html(results, plots, regression, grid, current)
         return sections, code
 
     def panel_agreement(self, results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -193,16 +215,20 @@ class ResultsWriter:
         return write_plots(self.folder, results, self.dataset.cell_keys, self.dataset.table_metrics)
 
     def html(self, results: list[dict[str, Any]], plots: list[str], regression: Mapping[str, Any] | None,
-             grid: listening_grid.Grid) -> None:
+             grid: listening_grid.Grid, current: list[dict[str, Any]]) -> None:
         from nsbench.html_report import conditions_html, streaming_html, write_html
 
         blocks = streaming.blocks_from(self.config)
         sections = [*([conditions_html(results)] if self.conditions else []),
                     *([streaming_html(results, blocks, self.config.jobs)] if blocks else [])]
+        cached = coverage.cache_sentence(current)
+        notices = [coverage.earlier_html(self.coverage.earlier), f'<p id="from-cache">{html.escape(cached)}</p>' if cached else "",
+                   failures.failures_html(current),
+                   coverage.left_out_html(self.coverage.left_out)]
         table, text = None, ""
         if regression is not None:
             table = compare.comparison_rows(regression)
             text = compare.comparison_summary(regression).replace("**", "")
         write_html(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
-                   grid, [*sections, *agreement.agreement_html(self.agreement)])
+                   grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice])
 

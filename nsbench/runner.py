@@ -8,6 +8,7 @@ file I/O: it yields records and output audio, and the caller writes them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import pickle
 import sys
 import time
@@ -78,6 +79,9 @@ class EngineRun:
     lag_compensation: float = 0.0
     voice_drop_db: float = checks.VOICE_DROP_DB  # --voice-drop-db, for the voice_level_drop flag
     blocks: streaming.Blocks | None = None  # --block-size: streamable engines run block by block
+    # Serve only what the cache holds whole (output and every score): a clip
+    # that needs scoring raises NeedsScores, for the executor's workers to score.
+    stored_only: bool = False
 
     def record_for(self, source: ClipSource, error: str | None = None) -> ClipRecord:
         """The clip's record before it runs, or with the reason it failed."""
@@ -88,6 +92,11 @@ class EngineRun:
 class NeedsEngine(Exception):
     """Raised by a holder that may not build its engine: the clip is not
     complete in the cache."""
+
+
+class NeedsScores(Exception):
+    """Raised for a clip whose output is cached but some score is not (a metric
+    newly asked for), when only what is stored may be served (EngineRun.stored_only)."""
 
 
 class EngineHolder:
@@ -180,7 +189,8 @@ def run_engine(
     builds the next engine while this one's clips run in workers); it is
     used, or closed if every clip comes from the cache."""
     run = EngineRun(spec, options, metrics, cache if identity else None, identity, lag_compensation, voice_drop_db, blocks)
-    stored = complete_in_cache(run, sources)
+    # With an executor, cached outputs that a new metric must score go to its workers too.
+    stored, engine_needed = complete_in_cache(run, sources, scores_elsewhere=executor is not None)
     missing = [source for index, source in enumerate(sources) if index not in stored]
     if not missing:
         if built is not None:
@@ -190,7 +200,8 @@ def run_engine(
     holder = built if built is not None else EngineHolder(spec, options)
     try:
         try:
-            holder.get()
+            if engine_needed:  # only scoring left: the engine need not start
+                holder.get()
         except UserError:
             raise
         except ENGINE_FAULTS as error:
@@ -203,19 +214,25 @@ def run_engine(
             engine_notes.extend(holder.notes)
 
 
-def complete_in_cache(run: EngineRun, sources: Sequence[ClipSource]) -> dict[int, Outcome]:
+def complete_in_cache(run: EngineRun, sources: Sequence[ClipSource], scores_elsewhere: bool = False) -> tuple[dict[int, Outcome], bool]:
     """The clips whose output and every score are in the cache, by index,
-    served from it. Only these: a clip that would need the engine is left out."""
+    served from it, and whether a clip left out needs the engine. Only these
+    are served: a clip that would need the engine is left out; with
+    ``scores_elsewhere``, so is one whose output is cached but not some score
+    (scoring it here would run serially while the executor's workers wait)."""
     if run.cache is None or not run.cache.knows(run.identity.engine):
-        return {}
+        return {}, True
     holder = EngineHolder(run.spec, run.options, may_build=False)
-    stored = {}
+    served = dataclasses.replace(run, stored_only=True) if scores_elsewhere else run
+    stored, engine_needed = {}, False
     for index, source in enumerate(sources):
         try:
-            stored[index] = run_clip(holder, source, run)
-        except NeedsEngine:
+            stored[index] = run_clip(holder, source, served)
+        except NeedsScores:
             pass
-    return stored
+        except NeedsEngine:
+            engine_needed = True
+    return stored, engine_needed
 
 
 def in_clip_order(stored: Mapping[int, Outcome], computed: Iterator[Outcome], count: int) -> Iterator[Outcome]:
@@ -380,6 +397,8 @@ def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, re
     storing what was computed. Stored scores belong to the stored output: an
     output just computed (an engine need not be deterministic) is scored anew."""
     stored = run.cache.get_scores(key) if run.cache and record.from_cache else {}
+    if run.stored_only and not scores_complete(run, stored):
+        raise NeedsScores()
     values = dict(stored)
     record.scores, record.undefined = score(clip, output, run, record, values)
     checked = values.get(run.identity.checks) if run.cache else None
@@ -392,6 +411,11 @@ def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, re
     record.flags = checked["flags"] + checks.score_flags(record.scores, run.voice_drop_db)
     if run.cache and values != stored:
         run.cache.put_scores(key, values)
+
+
+def scores_complete(run: EngineRun, stored: Mapping[str, Any]) -> bool:
+    """Every metric and the output checks are in the clip's stored scores."""
+    return run.identity.checks in stored and all(run.identity.metrics[metric.name] in stored for metric in run.metrics)
 
 
 # The engine, prepared for a clip, with the rate it runs at and the delay to remove.

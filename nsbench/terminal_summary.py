@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench import highlights, no_reference
+from nsbench import coverage, failures, highlights, no_reference
 from nsbench.report import fmt, fmt_timing, headline_of, interval
 from nsbench.text import plural
 
@@ -169,3 +169,12 @@ def unbroken(item: str) -> str:
 def wrapped(text: str) -> list[str]:
     lines = textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
     return [line.replace(NO_BREAK, " ") for line in lines]
+
+
+def run_notes_lines(results: Sequence[Mapping[str, Any]], covered: Any, not_run: Mapping[str, str],
+                    named: Sequence[str]) -> list[str]:
+    """Lines after the summary: what the cache served, what else the report
+    holds or leaves out (``covered``: nsbench.coverage.Coverage), and why the
+    run exits 4. Each at most one line of text, wrapped."""
+    texts = [coverage.cache_text(results), coverage.coverage_line(covered), failures.incomplete_line(results, not_run, named)]
+    return [line for text in texts if text for line in wrapped(text)]

@@ -19,7 +19,7 @@ ENGINE_KEYS = {
     "engine", "dataset", "stoi", "rtf", "rtf_wall", "clips", "runs", "failures", "failed_clips", "metrics",
     "cells", "worst_cell", "metric_definitions", "dataset_description", "provenance", "engine_info",
     "alignment", "flags", "expected_flags", "worst_clips", "typical_clips", "comparisons", "format_version", "metric_notes",
-    "reference_use",
+    "reference_use", "run_identity", "from_cache",
 }
 STATS_KEYS = {"n", "mean", "median", "mad", "p5", "p95", "mean_ci95", "median_ci95"}
 # A pooled metric's figures (FUSS SI-SNR: over scored pairs) add these.
@@ -176,7 +176,7 @@ def test_folder_dataset_lists_unpaired_files(tmp_path, capsys):
 def test_a_broken_file_fails_its_clip_and_the_run_goes_on(tmp_path, capsys):
     data = make_folder_dataset(tmp_path / "d")
     (data / "noisy" / "utt1.wav").write_bytes(b"")
-    assert main(["--dataset", "folder", "--data-folder", str(data), "--results-folder", str(tmp_path / "r"), "--quiet"]) == 0
+    assert main(["--dataset", "folder", "--data-folder", str(data), "--results-folder", str(tmp_path / "r"), "--quiet"]) == 4  # every result written; utt1 failed
     result = json.loads((tmp_path / "r" / "folder" / "passthrough.json").read_text())
     assert result["failures"] == 1 and result["clips"] == 3
     assert result["failed_clips"][0]["clip_id"] == "utt1"
@@ -187,7 +187,7 @@ def test_an_engine_that_cannot_start_is_one_line_and_leaves_no_files(tmp_path, c
     data = make_folder_dataset(tmp_path / "d", count=1)
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "rnnoise",
             "--rnnoise-demo-path", str(tmp_path / "no_such_demo"), "--results-folder", str(tmp_path / "r"), "--quiet"]
-    assert main(argv) == 0
+    assert main(argv) == 4  # rnnoise, asked for by name, could not start
     err = capsys.readouterr().err
     assert f"nsbench: rnnoise skipped: --rnnoise-demo-path {tmp_path / 'no_such_demo'}: no such program" in err
     folder = tmp_path / "r" / "folder"

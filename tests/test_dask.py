@@ -38,7 +38,7 @@ PLUGIN = textwrap.dedent(
 )
 
 
-def run_in_subprocess(argv: list[str], **env: str) -> None:
+def run_in_subprocess(argv: list[str], expected_code: int = 0, **env: str) -> None:
     """A Dask run in its own process: a local cluster leaves multiprocessing's
     resource tracker running as a child of the process that started it, which
     later tests that count their children would see."""
@@ -50,7 +50,7 @@ def run_in_subprocess(argv: list[str], **env: str) -> None:
 
     result = subprocess.run([sys.executable, "benchmark.py", *argv], cwd=REPO_ROOT, env={**os.environ, **env},
                             capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == expected_code, result.stderr
 
 
 def rows(path):
@@ -106,6 +106,7 @@ def test_a_clip_whose_worker_dies_twice_fails_and_the_others_score(tmp_path):
     run_in_subprocess(["--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder", "--data-folder", str(data),
                        "--metric", "si_sdr", "--executor", "dask", "--jobs", "2", "--results-folder", str(results),
                        "--quiet", "--no-plots", "--no-html", "--no-cache"],
+                      expected_code=4,  # every result written; utt2 failed
                       DIE_ON_LENGTH=str(len(tone_and_noise(2, seconds=0.7)[0])))
     records = {row["clip_id"]: row for row in rows(results / "folder" / "quieter.clips.jsonl")}
     assert sorted(records) == [f"utt{index}" for index in range(8)]
