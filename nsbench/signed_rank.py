@@ -102,7 +102,8 @@ LEVEL = 0.95
 
 
 def walsh_averages(differences: np.ndarray) -> np.ndarray:
-    """Every (d_i + d_j) / 2 with i <= j, sorted: n (n + 1) / 2 of them."""
+    """Every (d_i + d_j) / 2 with i <= j, sorted: n (n + 1) / 2 of them, held
+    at once (824 clips: 20 ms; 3000: 0.5 s and 36 MB; memory grows as n^2)."""
     d = np.asarray(differences, dtype=np.float64).ravel()
     i, j = np.triu_indices(d.size)
     return np.sort((d[i] + d[j]) / 2)
