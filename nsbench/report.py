@@ -347,12 +347,14 @@ def baseline_rows(results: Sequence[Mapping[str, Any]]) -> Table:
 
 def hodges_lehmann_text(comparison: Mapping[str, Any], decimals: int) -> str:
     """'-0.033 [-0.041, -0.025]': the estimate the verdict follows, with the
-    signed-rank test's interval (unbounded below 6 clips)."""
+    signed-rank test's interval (unbounded below 6 clips), and how the
+    interval was found (exact or normal approximation) where it is known."""
     estimate = comparison.get("hodges_lehmann", math.nan)
     bounds = comparison.get("hl_ci95") or [math.nan, math.nan]
     ends = ["–" if b is None or math.isnan(b) else "-inf" if b == -math.inf else "+inf" if b == math.inf else f"{b:.{decimals}f}"
             for b in bounds]
-    return f"{fmt(estimate, decimals)} [{ends[0]}, {ends[1]}]"
+    method = {"exact": " exact", "normal approximation": " normal"}.get(comparison.get("ci_method", ""), "")
+    return f"{fmt(estimate, decimals)} [{ends[0]}, {ends[1]}]{method}"
 
 
 def worst_rows(results: Sequence[Mapping[str, Any]], link: bool = True) -> Table:
