@@ -23,6 +23,8 @@ class Verdict:
     mean_difference: float
     p_value: float
     n: int
+    hodges_lehmann: float = math.nan  # the estimate the verdict follows
+    hl_ci95: tuple[float, float] = (math.nan, math.nan)
 
 
 def ordered(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -48,7 +50,8 @@ def headline_verdicts(results: Sequence[Mapping[str, Any]], baseline: str = BASE
             continue
         overall = compared["all"]
         verdicts.append(Verdict(result["engine"], baseline, overall["verdict"], overall["mean_difference"],
-                                overall["p_value"], overall["n"]))
+                                overall["p_value"], overall["n"], overall.get("hodges_lehmann", math.nan),
+                                tuple(overall.get("hl_ci95") or (math.nan, math.nan))))
     return verdicts
 
 

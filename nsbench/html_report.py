@@ -34,6 +34,7 @@ from nsbench.report import (
     dataset_attribution,
     fmt,
     headline_of,
+    hodges_lehmann_text,
     pooled_rows,
     pooled_text,
     summary_rows,
@@ -236,7 +237,9 @@ def highlights_html(results: Sequence[Mapping[str, Any]]) -> str:
             chosen = [v for v in verdicts if v.verdict == verdict]
             if chosen:
                 listed = ", ".join(
-                    f"{engine_name(by_name[v.engine])} ({v.mean_difference:+.2f} {esc(unit)}, {p_text(v.p_value)}, {v.n} clips)"
+                    f"{engine_name(by_name[v.engine])} (mean {v.mean_difference:+.2f} {esc(unit)}, Hodges-Lehmann "
+                    f"{esc(hodges_lehmann_text({'hodges_lehmann': v.hodges_lehmann, 'hl_ci95': list(v.hl_ci95)}, 2))}, "
+                    f"{p_text(v.p_value)}, {v.n} clips)"
                     for v in chosen
                 )
                 items.append(f"<li>{words} {esc(verdicts[0].baseline)} on {esc(headline)} "

@@ -347,7 +347,10 @@ def baselines_text(results: Sequence[Mapping[str, Any]]) -> str:
     missing = [name for name in named if name not in ran]
     text = (
         "Paired per clip, Wilcoxon signed-rank at 5%; \"not distinguishable\" where the difference is not significant, "
-        "rather than a ranking. A cell of fewer than 6 clips can never be significant."
+        "rather than a ranking. A cell of fewer than 6 clips can never be significant. The verdict follows the "
+        "Hodges-Lehmann estimate (the median of the Walsh averages of the differences), shown with the test's 95% "
+        "interval: exact for up to 50 clips without equal differences, else the normal approximation; it excludes 0 "
+        "exactly when p < 0.05, unless a zero difference or two of equal size and opposite sign sit at 0."
     )
     if missing:
         text += f" Not run, so not compared with: {', '.join(missing)} (add {' '.join(f'--engine {name}' for name in missing)})."
@@ -356,7 +359,8 @@ def baselines_text(results: Sequence[Mapping[str, Any]]) -> str:
 
 def baseline_rows(results: Sequence[Mapping[str, Any]]) -> Table:
     """Every engine against each baseline, over all clips, with the cells' verdicts counted."""
-    header = ["engine", "against", "metric", "paired clips", "mean difference", "p (Wilcoxon)", "verdict", "per cell"]
+    header = ["engine", "against", "metric", "paired clips", "mean difference", "Hodges-Lehmann [95% CI]", "p (Wilcoxon)",
+              "verdict", "per cell"]
     rows = []
     for result in results:
         for baseline, by_metric in result.get("comparisons", {}).items():
@@ -369,9 +373,21 @@ def baseline_rows(results: Sequence[Mapping[str, Any]]) -> Table:
                 )
                 rows.append([
                     result["engine"], baseline, metric, str(overall["n"]), fmt(overall["mean_difference"], 3),
-                    fmt(overall["p_value"], 3), overall["verdict"], counts or "–",
+                    hodges_lehmann_text(overall, 3), fmt(overall["p_value"], 3), overall["verdict"], counts or "–",
                 ])
     return header, rows
+
+
+def hodges_lehmann_text(comparison: Mapping[str, Any], decimals: int) -> str:
+    """'-0.033 [-0.041, -0.025]': the estimate the verdict follows, with the
+    signed-rank test's interval (unbounded below 6 clips), and how the
+    interval was found (exact or normal approximation) where it is known."""
+    estimate = comparison.get("hodges_lehmann", math.nan)
+    bounds = comparison.get("hl_ci95") or [math.nan, math.nan]
+    ends = ["–" if b is None or math.isnan(b) else "-inf" if b == -math.inf else "+inf" if b == math.inf else f"{b:.{decimals}f}"
+            for b in bounds]
+    method = {"exact": " exact", "normal approximation": " normal"}.get(comparison.get("ci_method", ""), "")
+    return f"{fmt(estimate, decimals)} [{ends[0]}, {ends[1]}]{method}"
 
 
 def worst_rows(results: Sequence[Mapping[str, Any]], link: bool = True) -> Table:

@@ -101,3 +101,69 @@ def _normal_p(r_plus: float, count: int, ties: np.ndarray) -> float:
     if se == 0:
         return math.nan
     return math.erfc(abs((r_plus - mean) / se) / math.sqrt(2))  # 2 P(Z > |z|)
+
+
+# --------------------------------------------------------------------------- estimate and interval
+
+LEVEL = 0.95
+
+
+def walsh_averages(differences: np.ndarray) -> np.ndarray:
+    """Every (d_i + d_j) / 2 with i <= j, sorted: n (n + 1) / 2 of them, held
+    at once (824 clips: 20 ms; 3000: 0.5 s and 36 MB; memory grows as n^2)."""
+    d = np.asarray(differences, dtype=np.float64).ravel()
+    i, j = np.triu_indices(d.size)
+    return np.sort((d[i] + d[j]) / 2)
+
+
+def hodges_lehmann(differences: np.ndarray) -> float:
+    """The Hodges-Lehmann estimate of the paired difference: the median of the
+    Walsh averages, the shift the signed-rank test finds most central."""
+    d = np.asarray(differences, dtype=np.float64).ravel()
+    if d.size == 0 or np.isnan(d).any():
+        return math.nan
+    return float(np.median(walsh_averages(d)))
+
+
+def hodges_lehmann_interval(differences: np.ndarray, level: float = LEVEL) -> tuple[float, float, str]:
+    """The signed-rank test's confidence interval for the shift: every theta
+    that ``wilcoxon_p(d - theta)`` does not reject at 1 - level, closed. Its ends
+    are Walsh averages W_(k) and W_(M + 1 - k) (M of them, counted with
+    multiplicity), k the fewest Walsh averages outside on each side.
+
+    Which null distribution sets k (the one wilcoxon_p uses for d - theta,
+    theta between Walsh averages, where d - theta has no zeros):
+    * "exact": n <= 50 and no two differences equal: the exact distribution;
+    * "normal approximation": otherwise (ties corrected as wilcoxon_p does);
+      with n <= 13 and equal differences wilcoxon_p flips signs instead, so
+      there the interval is the normal approximation's and may disagree.
+    p < 1 - level iff the interval excludes 0, except where 0 is itself a
+    Walsh average (a zero difference, or two of equal size and opposite sign):
+    there wilcoxon_p drops zeros and ranks ties, which the interval's ends do not.
+    Returns (low, high, method); -inf/inf when no theta is rejected (n <= 5).
+    """
+    d = np.asarray(differences, dtype=np.float64).ravel()
+    if d.size == 0 or np.isnan(d).any():
+        return math.nan, math.nan, ""
+    walsh = walsh_averages(d)
+    total = walsh.size
+    _, sizes = _average_ranks(d)  # groups of equal differences: ties for every theta
+    exact = d.size <= EXACT_MAX and not np.any(sizes > 1)
+    p_outside = (lambda k: _exact_p(total - k, d.size)) if exact else (lambda k: _normal_p(total - k, d.size, sizes))
+    k = _fewest_outside(p_outside, total // 2, 1 - level)
+    low = -math.inf if k == 0 else float(walsh[k - 1])
+    high = math.inf if k == 0 else float(walsh[total - k])
+    return low, high, "exact" if exact else "normal approximation"
+
+
+def _fewest_outside(p_value, most: int, alpha: float) -> int:
+    """Smallest k in 0..most with p_value(k) >= alpha (p rises with k: fewer
+    Walsh averages above theta as theta climbs towards the centre)."""
+    low, high = 0, most
+    while low < high:
+        mid = (low + high) // 2
+        if p_value(mid) >= alpha or math.isnan(p_value(mid)):
+            high = mid
+        else:
+            low = mid + 1
+    return low

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsbench import coverage, failures, highlights, no_reference
-from nsbench.report import fmt, fmt_timing, headline_of, interval
+from nsbench.report import fmt, fmt_timing, headline_of, hodges_lehmann_text, interval
 from nsbench.text import plural
 
 ORACLE_MARK = "[oracle]"
@@ -66,9 +66,9 @@ def verdict_text(results: Sequence[Mapping[str, Any]]) -> str:
     verdicts = highlights.headline_verdicts(results)
     if not verdicts:
         return "no baseline ran: nothing is compared"
-    better = [unbroken(f"{v.engine} ({v.mean_difference:+.2f})") for v in verdicts if v.verdict == "better"]
-    worse = [unbroken(f"{v.engine} ({v.mean_difference:+.2f})") for v in verdicts if v.verdict == "worse"]
-    unclear = [unbroken(f"{v.engine} ({v.mean_difference:+.2f})") for v in verdicts if v.verdict == "not distinguishable"]
+    better = [unbroken(verdict_item(v)) for v in verdicts if v.verdict == "better"]
+    worse = [unbroken(verdict_item(v)) for v in verdicts if v.verdict == "worse"]
+    unclear = [unbroken(verdict_item(v)) for v in verdicts if v.verdict == "not distinguishable"]
     text = f"better than {verdicts[0].baseline} (paired Wilcoxon, p < 0.05): {', '.join(better) or 'none'}"
     if worse:
         text += f"; worse: {', '.join(worse)}"
@@ -87,8 +87,16 @@ def difference_direction(results: Sequence[Mapping[str, Any]]) -> str:
     verdicts = highlights.headline_verdicts(results)
     if not verdicts or highlights.headline_direction(results) == "higher is better":
         return ""
-    return (f"in brackets: the mean {headline_of(results)} difference, engine minus {verdicts[0].baseline}; "
-            "lower is better, so a negative one is an improvement")
+    return (f"in brackets: the mean {headline_of(results)} difference, engine minus {verdicts[0].baseline}, "
+            "and its Hodges-Lehmann estimate; lower is better, so a negative one is an improvement")
+
+
+def verdict_item(verdict: highlights.Verdict) -> str:
+    """'speex (mean +2.46, HL +2.30 [1.95, 2.71])': the verdict follows the
+    Hodges-Lehmann estimate, so it stands beside the mean with its interval."""
+    estimate = hodges_lehmann_text({"hodges_lehmann": verdict.hodges_lehmann, "hl_ci95": list(verdict.hl_ci95)}, 2)
+    sign = "+" if verdict.hodges_lehmann > 0 else ""
+    return f"{verdict.engine} (mean {verdict.mean_difference:+.2f}, HL {sign}{estimate})"
 
 
 def flags_text(results: Sequence[Mapping[str, Any]]) -> str:

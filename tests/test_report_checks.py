@@ -197,7 +197,7 @@ def test_two_identical_engines_are_reported_not_distinguishable(faulty_run):
     # The music-only and clean-voice cells have no SI-SDRi to pair.
     assert [cell["verdict"] for cell in comparison["cells"] if cell["n"]] == ["not distinguishable"] * 16
     row = next(line for line in faulty_run["report.md"].splitlines() if line.startswith("| identity | passthrough | si_sdri |"))
-    assert row.endswith("| 0.000 | 1.000 | not distinguishable | not distinguishable in 16 cells |")
+    assert row.endswith("| 0.000 | 0.000 [0.000, 0.000] normal | 1.000 | not distinguishable | not distinguishable in 16 cells |")
 
 
 def test_voice_drop_threshold_is_an_option(tmp_path, monkeypatch):

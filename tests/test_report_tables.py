@@ -72,9 +72,11 @@ def test_the_per_cell_verdicts_are_counted_in_cells():
     from nsbench.report import baseline_rows
 
     def verdict(v):
-        return {"n": 8, "mean_difference": 1.0, "p_value": 0.01 if v != "not distinguishable" else 0.5, "verdict": v}
+        return {"n": 8, "mean_difference": 1.0, "hodges_lehmann": 0.9, "hl_ci95": [0.25, 1.5], "ci_method": "exact",
+                "p_value": 0.01 if v != "not distinguishable" else 0.5, "verdict": v}
 
     cells = [{"cell": {"snr_db": s}, **verdict(v)} for s, v in (("0", "better"), ("5", "better"), ("10", "not distinguishable"))]
     engine = result("e", comparisons={"passthrough": {"si_sdri": {"all": verdict("better"), "cells": cells}}})
     header, rows = baseline_rows([engine])
-    assert rows == [["e", "passthrough", "si_sdri", "8", "1.000", "0.010", "better", "better in 2 cells, not distinguishable in 1 cell"]]
+    assert rows == [["e", "passthrough", "si_sdri", "8", "1.000", "0.900 [0.250, 1.500] exact", "0.010", "better",
+                     "better in 2 cells, not distinguishable in 1 cell"]]

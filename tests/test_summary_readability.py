@@ -41,7 +41,7 @@ def test_a_lower_is_better_headline_says_so_and_what_the_signs_mean():
     text = unwrapped(summary_text("demo", wer_run(), [Path("r/report.md")]))
     assert text.splitlines()[0].startswith("nsbench demo: 12 clips; wer (%, lower is better) ranks the engines")
     assert "speex (-0.01)" in text
-    assert "in brackets: the mean wer difference, engine minus passthrough; lower is better, so a negative one is an improvement" in text
+    assert "in brackets: the mean wer difference, engine minus passthrough, and its Hodges-Lehmann estimate; lower is better, so a negative one is an improvement" in text
 
 
 def test_a_higher_is_better_headline_needs_no_key_to_its_signs():

@@ -83,7 +83,8 @@ def test_the_summary_marks_oracles_and_names_flags_and_worse_engines():
             "worst_cell": {"cell": {"noise": "babble"}, "metric": "si_sdri", "mean": mean - 2},
             "metric_definitions": {"si_sdri": {"unit": "dB", "higher_is_better": True}},
             "engine_info": {"oracle": oracle}, "flags": flags or {},
-            "comparisons": {"passthrough": {"si_sdri": {"all": {"verdict": verdict, "mean_difference": mean, "p_value": 0.01, "n": 10}}}},
+            "comparisons": {"passthrough": {"si_sdri": {"all": {"verdict": verdict, "mean_difference": mean, "p_value": 0.01, "n": 10,
+                                                     "hodges_lehmann": mean - 0.5, "hl_ci95": [mean - 1, mean + 1]}}}},
         }
 
     results = [
@@ -98,7 +99,8 @@ def test_the_summary_marks_oracles_and_names_flags_and_worse_engines():
     assert rows["oracle-x"].startswith("oracle-x [oracle]") and "[oracle]" not in rows["good"]
     assert "2 clips" in rows["bad"] and "babble (-3.50)" in rows["bad"]
     unwrapped = "\n".join(lines).replace("\n  ", " ").splitlines()  # long lines wrap at 100 characters
-    assert "better than passthrough (paired Wilcoxon, p < 0.05): good (+5.00), oracle-x (+12.00); worse: bad (-1.50)" in unwrapped
+    assert ("better than passthrough (paired Wilcoxon, p < 0.05): good (mean +5.00, HL +4.50 [4.00, 6.00]), "
+            "oracle-x (mean +12.00, HL +11.50 [11.00, 13.00]); worse: bad (mean -1.50, HL -2.00 [-2.50, -0.50])") in unwrapped
     assert "flags: bad silent x2, clipped x1" in unwrapped
     assert max(len(line) for line in lines) <= 100
     assert lines[-2:] == ["report: r/report.md", "        r/report.html"]
