@@ -19,7 +19,8 @@ WER = {"wer": {"unit": "%", "higher_is_better": False}}
 
 def wer_result(engine: str, mean: float, difference: float | None, rtf: float) -> dict:
     comparisons = {} if difference is None else {"passthrough": {"wer": {"all": {
-        "verdict": "better" if difference < 0 else "worse", "mean_difference": difference, "p_value": 0.01, "n": 12}}}}
+        "verdict": "better" if difference < 0 else "worse", "mean_difference": difference, "p_value": 0.01, "n": 12,
+        "hodges_lehmann": difference, "hl_ci95": [difference - 0.02, difference + 0.005], "ci_method": "exact"}}}}
     return {
         "engine": engine, "clips": 12, "failures": 0, "stoi": math.nan, "rtf": rtf, "rtf_wall": rtf,
         "metrics": {"wer": {"n": 12, "mean": mean, "mean_ci95": [mean - 1, mean + 1], "p95": mean + 3}},
@@ -40,7 +41,7 @@ def unwrapped(text: str) -> str:
 def test_a_lower_is_better_headline_says_so_and_what_the_signs_mean():
     text = unwrapped(summary_text("demo", wer_run(), [Path("r/report.md")]))
     assert text.splitlines()[0].startswith("nsbench demo: 12 clips; wer (%, lower is better) ranks the engines")
-    assert "speex (-0.01)" in text
+    assert "speex (mean -0.01, HL -0.01 [-0.03, -0.01])" in text
     assert "in brackets: the mean wer difference, engine minus passthrough, and its Hodges-Lehmann estimate; lower is better, so a negative one is an improvement" in text
 
 
