@@ -46,7 +46,7 @@ def p835_trials(folder: Path, rate: int, part: int, trial_key: dict[str, Any],
     noise = np.random.default_rng(part).standard_normal(len(voice))
     noise *= np.sqrt(np.mean(voice**2) / np.mean(noise**2)) * 10 ** (-GOLD_NOISE_SNR_DB / 20)
     made = {
-        "trap": (synthetic(f"This is an attention check. On every question, please choose the answer {ANSWER_WORDS[answer]}.", rate),
+        "trap": (synthetic(f"Attention check: answer {ANSWER_WORDS[answer]} on every question.", rate),
                  {scale: answer for scale in ("sig", "bak", "ovrl")}),
         "gold": (voice, {"bak": 5}),
         "gold_noisy": (voice + noise, {"bak": 1}),

@@ -228,6 +228,9 @@
     };
   }
   window.nsbenchAnswers = answers;
+  // For the page's tests: what is on screen (the same opaque ids as trials.js).
+  window.nsbenchCurrentTrial = () => state.trials[state.index];
+  window.nsbenchCurrentClip = () => state.trials[state.index].clip;
 
   function save() {
     const blob = new Blob([JSON.stringify(answers(), null, 1)], { type: "application/json" });
