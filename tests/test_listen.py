@@ -30,29 +30,36 @@ needs_browser = pytest.mark.skipif(bool(browser_missing()), reason=browser_missi
 
 
 @pytest.fixture(scope="module")
-def run_folder(tmp_path_factory) -> Path:
+def built(tmp_path_factory) -> tuple[Path, Path]:
+    """A run, its MUSHRA test, and a P.835 test (by the option, on this paired set) beside a copy of the
+    results. Both are built here: each test starts with an empty cache of outputs (conftest)."""
     tmp = tmp_path_factory.mktemp("listen")
     data = make_folder_dataset(tmp / "set", count=2, seconds=1.0)
     argv = ["--dataset", "folder", "--data-folder", str(data), "--plugin", EXAMPLE_PLUGIN, *sum((["--engine", e] for e in ENGINES), []),
             "--jobs", "1", "--quiet", "--no-plots", "--results-folder", str(tmp / "results"),
             "--metric", "si_sdr", "--metric", "stoi", "--metric", "voice_level_db"]
     assert main(argv) == 0
-    return tmp / "results" / "folder"
-
-
-@pytest.fixture(scope="module")
-def mushra(run_folder) -> Path:
-    assert main(["listen", str(run_folder), "--clips-per-cell", "2"]) == 0
-    return run_folder / "listening-test"
-
-
-@pytest.fixture(scope="module")
-def p835(run_folder, tmp_path_factory) -> tuple[Path, Path]:
-    """P.835 on the paired set, by the option; its key goes beside a copy of the results."""
-    copy = tmp_path_factory.mktemp("p835") / "folder"
-    shutil.copytree(run_folder, copy, ignore=shutil.ignore_patterns("listening-*"))
+    folder = tmp / "results" / "folder"
+    copy = tmp / "p835" / "folder"
+    shutil.copytree(folder, copy)
+    assert main(["listen", str(folder), "--clips-per-cell", "2"]) == 0
     assert main(["listen", str(copy), "--method", "p835", "--clips-per-cell", "2"]) == 0
-    return copy, copy / "listening-test"
+    return folder, copy
+
+
+@pytest.fixture(scope="module")
+def run_folder(built) -> Path:
+    return built[0]
+
+
+@pytest.fixture(scope="module")
+def mushra(built) -> Path:
+    return built[0] / "listening-test"
+
+
+@pytest.fixture(scope="module")
+def p835(built) -> tuple[Path, Path]:
+    return built[1], built[1] / "listening-test"
 
 
 def key_of(folder: Path) -> dict:

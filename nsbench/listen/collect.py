@@ -167,11 +167,11 @@ def screen(answers: Answers, key: dict[str, Any]) -> str:
         trial = key["trials"][rating["trial"]]
         if trial["kind"] == "test":
             continue
-        off = {scale: rating[scale] for scale, value in trial["expected"].items()
-               if abs(rating[scale] - value) > trial["tolerance"]}
+        expected = {scale: trial["expected"][scale] for scale in P835_SCALES if scale in trial["expected"]}
+        off = {scale: rating[scale] for scale, value in expected.items() if abs(rating[scale] - value) > trial["tolerance"]}
         if off:
             given = ", ".join(f"{scale} {value}" for scale, value in off.items())
-            asked = ", ".join(f"{scale} {value}" for scale, value in trial["expected"].items())
+            asked = ", ".join(f"{scale} {value}" for scale, value in expected.items())
             within = f" within {trial['tolerance']}" if trial["tolerance"] else ""
             kind = "trapping" if trial["kind"] == "trap" else "gold"
             reasons.append(f"{kind} trial answered {given} (expected {asked}{within})")
