@@ -403,3 +403,11 @@ def test_the_page_works_with_the_keyboard_alone(browser, mushra):
     active().send_keys(Keys.SPACE)
     ratings = browser.execute_script("return window.nsbenchAnswers().ratings")
     assert [r["score"] for r in ratings] == [7] * 5
+
+
+def test_a_set_without_references_gets_p835_conditions():
+    """Where Clip.clean is None (a set without references), only what was heard: the input and the engines."""
+    conditions = design.conditions_for(design.P835, ["speex"], has_reference=False, baseline_ran=True)
+    assert [c.name for c in conditions] == ["unprocessed input", "speex"]
+    assert [c.kind for c in design.conditions_for(design.MUSHRA, ["speex"], True, False)] == [
+        design.REFERENCE, design.ANCHOR, design.INPUT, design.ENGINE]

@@ -67,6 +67,14 @@ def build(results: Path, output: Path | None, options: Options) -> Built:
         raise UserError(f"{results}: the dataset no longer has clip {gone[0]} (of {len(gone)}); rerun: {run.command}")
     has_reference = all(getattr(clip, "clean", None) is not None for clip in loaded.values())
     method = options.method or (MUSHRA if has_reference else P835)
+    if method == MUSHRA:  # a music-only clip's reference is silence: nothing to compare the conditions with
+        silent = [c for c in clips if has_reference and not np.any(loaded[c].clean)]
+        clips = [c for c in clips if c not in silent]
+        if silent:
+            print(f"nsbench listen: {len(silent)} drawn clip(s) left out: their clean reference is silent "
+                  f"(a music-only clip), which MUSHRA cannot compare with; P.835 (--method p835) can rate them")
+        if not clips:
+            raise UserError(f"{results}: every drawn clip has a silent clean reference; use --method p835")
     if method == MUSHRA and not has_reference:
         raise UserError(f"{results}: MUSHRA needs clean references and this set has none; use --method p835")
     conditions = design.conditions_for(method, engines, has_reference, bool(baseline))
