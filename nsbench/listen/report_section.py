@@ -35,12 +35,17 @@ def score_rows(payload: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     scales = payload["scales"]
     head = ["condition", *[f"{s.upper() if s != 'score' else 'score'} (95% CI)" for s in scales], "ratings", "listeners", "clips"]
     rows = []
-    for row in sorted(payload["conditions"], key=lambda r: -(r[headline_scale(payload)]["mean"]
-                                                             if math.isfinite(r[headline_scale(payload)]["mean"]) else -1e9)):
+    for row in by_score(payload):
         first = row[scales[0]]
         rows.append([row["condition"], *[interval(row[s]) for s in scales], str(first["ratings"]), str(first["listeners"]),
                      str(first["clips"])])
     return head, rows
+
+
+def by_score(payload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The conditions, best-rated first (unrated last)."""
+    scale = headline_scale(payload)
+    return sorted(payload["conditions"], key=lambda r: -r[scale]["mean"] if math.isfinite(r[scale]["mean"]) else math.inf)
 
 
 def cell_rows(payload: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -48,7 +53,7 @@ def cell_rows(payload: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     cells = sorted({cell for row in payload["conditions"] for cell in row["cells"]})
     head = ["condition", *cells]
     rows = [[row["condition"], *[f"{interval(row['cells'][c][scale])} (n={row['cells'][c][scale]['ratings']})"
-                                 if c in row["cells"] else "" for c in cells]] for row in payload["conditions"]]
+                                 if c in row["cells"] else "" for c in cells]] for row in by_score(payload)]
     return head, rows
 
 
@@ -86,10 +91,15 @@ def verdict(payload: Mapping[str, Any]) -> str:
     usable = [m for m in entries if math.isfinite(entries[m]["stimulus"]["kendall"])]
     if not usable:
         return "Too few rated stimuli with metric values to measure any agreement."
-    best = max(usable, key=lambda m: (signed(entries[m], "stimulus"), m))
+    best = min(usable, key=lambda m: (-signed(entries[m], "stimulus"), m))  # the agreement table's first row
     tau = entries[best]["stimulus"]["kendall"]
     return (f"Best agreement with the listeners per stimulus: **{best}** (Kendall tau {tau:.2f} over "
             f"{entries[best]['stimulus']['n']} stimuli).")
+
+
+def times(balance: Mapping[str, Any]) -> str:
+    low, high = balance["min"], balance["max"]
+    return f"{low} times" if low == high else f"{low} to {high} times (unequal: take the parts equally often)"
 
 
 def markdown(payload: Mapping[str, Any]) -> str:
@@ -100,7 +110,7 @@ def markdown(payload: Mapping[str, Any]) -> str:
     parts = [
         "## Listening test",
         f"{method}, {kept} listener part(s) kept of {len(payload['listeners'])}. Intervals: {payload['interval']}. "
-        f"Each (clip, condition) pair rated {balance['min']}-{balance['max']} times "
+        f"Each (clip, condition) pair rated {times(balance)} by the kept listeners "
         f"(parts taken: {', '.join(f'{p}: {n}' for p, n in balance['parts_taken'].items())}).",
         verdict(payload),
         md_table(*score_rows(payload)),
