@@ -66,7 +66,9 @@ def reopen(folder: Path) -> FinishedRun:
     """The run behind ``folder``, with its clip sources and an output reader."""
     results, records = read_results(folder)
     argv = list(results[0]["provenance"].get("command_line", []))[1:]
-    run = FinishedRun(folder, results, records, command="python benchmark.py " + shlex.join(argv))
+    # The command that fills the cache with this run's outputs: the run's own, minus what keeps them out of it.
+    refill = [arg for arg in argv if arg not in ("--no-cache", "--rerun")]
+    run = FinishedRun(folder, results, records, command="python benchmark.py " + shlex.join(refill))
     from nsbench import cli  # the CLI's own parser and cache keys, only when a test is built
     from nsbench.config import RunConfig
     from nsbench.plugins import get_plugin_manager
