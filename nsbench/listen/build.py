@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from nsbench.listen import design, screening, stimuli
-from nsbench.listen.design import ANCHOR, ENGINE, INPUT, MUSHRA, P835, REFERENCE, Condition
+from nsbench.listen.design import ANCHOR, INPUT, MUSHRA, P835, REFERENCE, Condition
 from nsbench.listen.run_audio import FinishedRun, load_clip, reopen
 from nsbench.types import UserError
 
