@@ -144,10 +144,20 @@ def test_the_folder_is_blind_and_self_contained(mushra, run_folder):
     for wav in wavs:
         audio, rate = soundfile.read(str(wav))
         assert len(audio) <= rate  # at most 1 s, as the clips
+        assert wav_chunks(wav) == [b"fmt ", b"data"]  # no LIST/INFO or other metadata
         assert stimuli.integrated_loudness(audio, rate) == pytest.approx(stimuli.TARGET_LUFS, abs=0.2)
     key = key_of(run_folder)
     assert sorted(c["name"] for c in key["conditions"].values()) == sorted(
         ["hidden reference", "anchor 3.5 kHz", "unprocessed input", "spectral-subtraction", "speex"])
+
+
+def wav_chunks(path: Path) -> list[bytes]:
+    data, at, chunks = path.read_bytes(), 12, []
+    while at + 8 <= len(data):
+        size = int.from_bytes(data[at + 4 : at + 8], "little")
+        chunks.append(data[at : at + 4])
+        at += 8 + size + (size & 1)
+    return chunks
 
 
 def test_a_missing_output_says_which_run_provides_it(run_folder, tmp_path, monkeypatch, capsys):
