@@ -44,7 +44,7 @@ def build_parser(manager) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         # "nsbench" when installed, "benchmark.py" from the checkout: the name the user typed.
         prog=Path(sys.argv[0]).name if sys.argv[0].endswith("benchmark.py") else "nsbench",
-        description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME.",
+        description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER.",
     )
     parser.add_argument("--engine", action="append", default=[], help="engine to run (repeatable); default: all available")
     parser.add_argument("--dataset", default="demo", help="dataset to run on (default: demo, generated locally)")
@@ -134,6 +134,10 @@ def run_cli(argv: list[str]) -> int:
         from nsbench.scaffold import new_plugin
 
         return new_plugin(argv[1:])
+    if argv[:1] == ["listen"]:  # a blind listening test from a results folder (nsbench.listen)
+        from nsbench.listen import main as listen
+
+        return listen(argv[1:])
     # --plugin is read first: a plugin may add flags the full parser must know.
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--plugin", action="append", default=[])

@@ -157,6 +157,9 @@ class ResultsWriter:
             title, _, rest = report.partition("\n\n")
             report = f"{title}\n\n{interruption}\n\n{rest}"
         (self.folder / "report.md").write_text(report)
+        from nsbench.listen.report_section import include  # a listening test collected here keeps its section
+
+        include(self.folder)
         return report, code
 
     def earlier(self, results: list[dict[str, Any]]) -> list[dict[str, Any]]:

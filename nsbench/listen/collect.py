@@ -1,0 +1,289 @@
+"""``nsbench listen --collect FILES...``: the listeners' answers, screened,
+turned into scores per condition and per cell, and set against every
+objective metric of the run.
+
+Each bad input costs one line on stderr and only what is bad: a file from
+another test (its trial-list digest differs), a truncated or unreadable file,
+a listener already collected for that part (the first file is kept), a rating
+outside its scale (that rating alone is left out). Screening (BS.1534-3's
+post-screening for MUSHRA; trapping and gold trials for P.835) excludes a
+listener with the reason, shown in the results; nothing is dropped silently.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from nsbench.listen import report_section, stats
+from nsbench.listen.build import KEY_FILE
+from nsbench.listen.design import MUSHRA, P835_SCALES, REFERENCE
+from nsbench.listen.report_section import RESULTS_JSON, RESULTS_MD
+from nsbench.types import UserError
+
+REFERENCE_FLOOR = 90  # BS.1534-3 post-screening: the hidden reference below this ...
+REFERENCE_SHARE = 0.15  # ... in more than this share of the trials excludes the assessor
+
+
+@dataclass
+class Answers:
+    path: Path
+    listener: str
+    part: int
+    ratings: list[dict[str, Any]]
+    excluded: str = ""  # why screening excluded this listener's part
+
+
+@dataclass
+class Collected:
+    key: dict[str, Any]
+    answers: list[Answers] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def scales(self) -> list[str]:
+        return ["score"] if self.key["method"] == MUSHRA else list(P835_SCALES)
+
+    @property
+    def kept(self) -> list[Answers]:
+        return [a for a in self.answers if not a.excluded]
+
+
+# ----------------------------------------------------------------- reading
+
+
+def find_keys(key: Path | None, results: Path | None) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """digest -> (path, key): the one named, or every listening-key.json under RESULTS or ./results."""
+    if key is not None:
+        paths = [key]
+    elif results is not None:
+        paths = [results / KEY_FILE]
+    else:
+        paths = sorted(Path("results").glob(f"*/{KEY_FILE}"))
+    keys = {}
+    for path in paths:
+        try:
+            payload = json.loads(path.read_text())
+            keys[payload["digest"]] = (path, payload)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise UserError(f"{path}: not a readable listening key ({error})") from None
+    if not keys:
+        raise UserError("no listening-key.json found: name it with --key, or give the results folder")
+    return keys
+
+
+def read_answers(path: Path, keys: dict[str, tuple[Path, dict[str, Any]]], problems: list[str]) -> tuple[str, Answers] | None:
+    try:
+        payload = json.loads(path.read_text())
+        digest, listener, part, ratings = payload["digest"], str(payload["listener"]), int(payload["part"]), payload["ratings"]
+        if not isinstance(ratings, list):
+            raise TypeError("ratings is not a list")
+    except OSError as error:
+        problems.append(f"{path}: cannot read it ({error.strerror or error}); skipped")
+        return None
+    except (ValueError, KeyError, TypeError) as error:
+        problems.append(f"{path}: not a complete answers file (truncated, or not one: {error}); skipped")
+        return None
+    if digest not in keys:
+        known = ", ".join(sorted(keys))
+        problems.append(f"{path}: answers to another test (trial list {digest}; the key{'s' if len(keys) > 1 else ''} here: {known}); skipped")
+        return None
+    return digest, Answers(path, listener, part, ratings)
+
+
+def valid_ratings(answers: Answers, key: dict[str, Any], problems: list[str]) -> None:
+    """Leaves out (with a line each) ratings outside their scale or of trials the test does not have."""
+    mushra = key["method"] == MUSHRA
+    kept = []
+    for number, rating in enumerate(answers.ratings, 1):
+        where = f"{answers.path}: rating {number} (trial {rating.get('trial') if isinstance(rating, dict) else '?'})"
+        if not isinstance(rating, dict) or rating.get("trial") not in key["trials"]:
+            problems.append(f"{where}: not a trial of this test; left out")
+            continue
+        scales = ["score"] if mushra else list(P835_SCALES)
+        bad = [f"{scale} {rating.get(scale)!r}" for scale in scales if not in_scale(rating.get(scale), mushra)]
+        if bad:
+            problems.append(f"{where}: {', '.join(bad)} outside the scale ({'0-100' if mushra else '1-5'}); left out")
+            continue
+        kept.append(rating)
+    answers.ratings = kept
+
+
+def in_scale(value: Any, mushra: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return False
+    return 0 <= value <= 100 if mushra else value in (1, 2, 3, 4, 5)
+
+
+def collect(files: Sequence[Path], key: Path | None = None, results: Path | None = None) -> tuple[Collected, Path]:
+    keys = find_keys(key, results)
+    problems: list[str] = []
+    by_digest: dict[str, list[Answers]] = defaultdict(list)
+    seen: dict[tuple[str, str, int], Path] = {}
+    for path in files:
+        read = read_answers(Path(path), keys, problems)
+        if read is None:
+            continue
+        digest, answers = read
+        first = seen.setdefault((digest, answers.listener, answers.part), answers.path)
+        if first != answers.path:
+            problems.append(f"{answers.path}: listener {answers.listener} (part {answers.part}) is already collected "
+                            f"from {first}; skipped")
+            continue
+        valid_ratings(answers, keys[digest][1], problems)
+        by_digest[digest].append(answers)
+    if not by_digest:
+        raise UserError("no answers to collect: " + (problems[-1] if problems else "no files"))
+    if len(by_digest) > 1:
+        raise UserError(f"answers to {len(by_digest)} different tests; collect each test's answers on their own")
+    digest, answers = next(iter(by_digest.items()))
+    collected = Collected(keys[digest][1], answers, problems)
+    for listener in collected.answers:
+        listener.excluded = screen(listener, collected.key)
+    return collected, keys[digest][0].parent
+
+
+# --------------------------------------------------------------- screening
+
+
+def screen(answers: Answers, key: dict[str, Any]) -> str:
+    """Why this listener's part is excluded, or ""."""
+    if key["method"] == MUSHRA:
+        hidden = {cid for cid, c in key["conditions"].items() if c["kind"] == REFERENCE}
+        trials = {r["trial"] for r in answers.ratings}
+        low = {r["trial"] for r in answers.ratings if r.get("condition") in hidden and r["score"] < REFERENCE_FLOOR}
+        if trials and len(low) / len(trials) > REFERENCE_SHARE:
+            return (f"rated the hidden reference below {REFERENCE_FLOOR} in {len(low)} of {len(trials)} trials "
+                    f"({100 * len(low) / len(trials):.0f}%, more than {100 * REFERENCE_SHARE:.0f}%: BS.1534-3 post-screening)")
+        return ""
+    reasons = []
+    for rating in answers.ratings:
+        trial = key["trials"][rating["trial"]]
+        if trial["kind"] == "test":
+            continue
+        expected = {scale: trial["expected"][scale] for scale in P835_SCALES if scale in trial["expected"]}
+        off = {scale: rating[scale] for scale, value in expected.items() if abs(rating[scale] - value) > trial["tolerance"]}
+        if off:
+            given = ", ".join(f"{scale} {value}" for scale, value in off.items())
+            asked = ", ".join(f"{scale} {value}" for scale, value in expected.items())
+            within = f" within {trial['tolerance']}" if trial["tolerance"] else ""
+            kind = "trapping" if trial["kind"] == "trap" else "gold"
+            reasons.append(f"{kind} trial answered {given} (expected {asked}{within})")
+    return "; ".join(reasons)
+
+
+# ------------------------------------------------------------------ scores
+
+
+def test_ratings(collected: Collected) -> list[dict[str, Any]]:
+    """The kept listeners' ratings of test trials (not the screening ones), with their listener."""
+    return [{**r, "listener": a.listener} for a in collected.kept for r in a.ratings
+            if collected.key["trials"][r["trial"]]["kind"] == "test"]
+
+
+def summary(values: Iterable[float], listeners: set[str], clips: set[str]) -> dict[str, Any]:
+    values = list(values)
+    mean, low, high = stats.mean_ci95(values)
+    return {"mean": mean, "ci95": [low, high], "ratings": len(values), "listeners": len(listeners), "clips": len(clips)}
+
+
+def condition_scores(collected: Collected, ratings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per condition, then per condition and cell: each scale's mean, interval and counts."""
+    key = collected.key
+    rows = []
+    for cid, condition in key["conditions"].items():
+        mine = [r for r in ratings if r["condition"] == cid]
+        cells: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in mine:
+            cells[cell_text(key["clips"][r["clip"]]["cell"])].append(r)
+        rows.append({
+            "condition": condition["name"], "kind": condition["kind"], "engine": condition["engine"],
+            **{scale: summary((r[scale] for r in mine), {r["listener"] for r in mine}, {r["clip"] for r in mine})
+               for scale in collected.scales},
+            "cells": {cell: {scale: summary((r[scale] for r in members), {r["listener"] for r in members},
+                                            {r["clip"] for r in members}) for scale in collected.scales}
+                      for cell, members in sorted(cells.items())},
+        })
+    return rows
+
+
+def cell_text(cell: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cell.items()) or "all"
+
+
+def stimulus_means(ratings: list[dict[str, Any]], scale: str) -> dict[tuple[str, str], float]:
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in ratings:
+        values[r["clip"], r["condition"]].append(r[scale])
+    return {pair: float(np.mean(v)) for pair, v in values.items()}
+
+
+def agreement(collected: Collected, ratings: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """scale -> metric -> {"system": ..., "stimulus": ...}: each metric against the listeners' mean,
+    per condition (system level: a condition's metric mean over the rated clips) and per (clip, condition)."""
+    key, out = collected.key, {}
+    metrics = sorted({m for by_condition in key["scores"].values() for values in by_condition.values() for m in values})
+    for scale in collected.scales:
+        means = stimulus_means(ratings, scale)
+        out[scale] = {}
+        for metric in metrics:
+            pairs = [(key["scores"][clip][cid][metric], mean) for (clip, cid), mean in sorted(means.items())
+                     if metric in key["scores"].get(clip, {}).get(cid, {})]
+            systems: dict[str, list[tuple[float, float]]] = defaultdict(list)
+            for (clip, cid), mean in sorted(means.items()):
+                if metric in key["scores"].get(clip, {}).get(cid, {}):
+                    systems[cid].append((key["scores"][clip][cid][metric], mean))
+            system = [(float(np.mean([p[0] for p in v])), float(np.mean([p[1] for p in v]))) for v in systems.values()]
+            out[scale][metric] = {
+                "higher_is_better": key["metrics"].get(metric, {}).get("higher_is_better"),
+                "system": stats.agreement([p[0] for p in system], [p[1] for p in system]),
+                "stimulus": stats.agreement([p[0] for p in pairs], [p[1] for p in pairs]),
+            }
+    return out
+
+
+def balance(collected: Collected) -> dict[str, Any]:
+    """How often each (clip, condition) pair was rated by the kept listeners."""
+    counts = Counter((r["clip"], r["condition"]) for r in test_ratings(collected))
+    pairs = len(collected.key["clips"]) * len(collected.key["conditions"])
+    values = [counts.get((c, k), 0) for c in collected.key["clips"] for k in collected.key["conditions"]]
+    parts = Counter(a.part for a in collected.kept)
+    return {"pairs": pairs, "min": min(values, default=0), "max": max(values, default=0),
+            "parts_taken": {str(p): parts.get(p, 0) for p in range(1, collected.key["parts"] + 1)}}
+
+
+def results_of(collected: Collected) -> dict[str, Any]:
+    ratings = test_ratings(collected)
+    return {
+        "test": collected.key["test"], "digest": collected.key["digest"], "method": collected.key["method"],
+        "dataset": collected.key.get("dataset", ""), "scales": collected.scales,
+        "interval": "Student-t 95% interval of the mean over all ratings (listeners x clips), BS.1534-3 section 9.2",
+        "listeners": [{"listener": a.listener, "part": a.part, "file": str(a.path), "ratings": len(a.ratings),
+                       "excluded": a.excluded} for a in collected.answers],
+        "problems": collected.problems,
+        "balance": balance(collected),
+        "conditions": condition_scores(collected, ratings),
+        "agreement": agreement(collected, ratings),
+    }
+
+
+def collect_command(files: Sequence[Path], key: Path | None, results: Path | None) -> int:
+    collected, folder = collect(files, key, results)
+    for problem in collected.problems:
+        print(f"nsbench listen: {problem}", file=sys.stderr)
+    if not collected.kept:
+        print("nsbench listen: every listener was excluded by screening; the results list them", file=sys.stderr)
+    payload = results_of(collected)
+    (folder / RESULTS_JSON).write_text(json.dumps(payload, indent=1, default=float))
+    text = report_section.markdown(payload)
+    (folder / RESULTS_MD).write_text(text)
+    report_section.include(folder)
+    print(text)
+    print(f"nsbench listen: results in {folder / RESULTS_JSON} and {folder / RESULTS_MD} (also in report.md / report.html)")
+    return 0

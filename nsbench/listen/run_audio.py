@@ -1,0 +1,143 @@
+"""The audio of a finished run, read back after it: each clip's noisy input and
+clean reference from its dataset, each engine's output from the cache (or from
+``--output-folder`` where the run kept them there).
+
+It takes the run's own path: the command line recorded in the provenance is
+parsed again by the CLI's parser (plugins included), the clips come from the
+dataset adapter as the run listed them, and an output's cache key is made by
+the CLI's ``cache_identity`` (nsbench.cli), as the run made it. What the
+report's listening grid receives while the run is on (a ``read_output(engine,
+run)`` callback and the clip sources) is what this gives afterwards.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from nsbench.types import ClipError, ClipSource, UserError
+
+Output = tuple[np.ndarray, int]
+
+
+@dataclass
+class FinishedRun:
+    """One results folder: its engines' JSON, their clip lines, and the ways to their audio."""
+
+    folder: Path
+    results: list[dict[str, Any]]
+    records: dict[str, list[dict[str, Any]]]  # engine -> its .clips.jsonl lines
+    sources: dict[str, ClipSource] = field(default_factory=dict)
+    read_output: Callable[[str, str], Output | None] = lambda engine, run: None
+    command: str = ""  # the run's command line, to say what provides a missing output
+
+    @property
+    def dataset(self) -> str:
+        return str(self.results[0].get("dataset", "")) if self.results else ""
+
+
+def read_results(folder: Path) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """The engines' JSON files (those with an "engine" key) and their .clips.jsonl lines."""
+    if not folder.is_dir():
+        raise UserError(f"{folder}: no such results folder")
+    results, records = [], {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            payload = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise UserError(f"{path}: not a readable results file ({error})") from None
+        if isinstance(payload, dict) and "engine" in payload and "provenance" in payload:
+            results.append(payload)
+            lines = path.with_name(f"{path.stem}.clips.jsonl")
+            records[payload["engine"]] = [json.loads(line) for line in lines.read_text().splitlines() if line.strip()] \
+                if lines.is_file() else []
+    if not results:
+        raise UserError(f"{folder}: no engine results (<engine>.json) here; run python benchmark.py first")
+    return results, records
+
+
+def reopen(folder: Path) -> FinishedRun:
+    """The run behind ``folder``, with its clip sources and an output reader."""
+    results, records = read_results(folder)
+    argv = list(results[0]["provenance"].get("command_line", []))[1:]
+    # The command that fills the cache with this run's outputs: the run's own, minus what keeps them out of it.
+    refill = [arg for arg in argv if arg not in ("--no-cache", "--rerun")]
+    run = FinishedRun(folder, results, records, command="python benchmark.py " + shlex.join(refill))
+    from nsbench import cli  # the CLI's own parser and cache keys, only when a test is built
+    from nsbench.config import RunConfig
+    from nsbench.plugins import get_plugin_manager
+    from nsbench.registry import build_registry
+
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--plugin", action="append", default=[])
+    manager = get_plugin_manager(early.parse_known_args(argv)[0].plugin)
+    try:
+        args = cli.build_parser(manager).parse_args(argv)
+    except SystemExit:
+        raise UserError(f"{folder}: the recorded command line no longer parses: {run.command}") from None
+    config = RunConfig.from_args(args, argv)
+    registry = build_registry(manager)
+    run.sources = run_sources(config, registry)
+    run.read_output = output_reader(config, registry, results)
+    return run
+
+
+def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
+    """The clips as the run listed them (its --limit and --condition included)."""
+    from nsbench import cache, conditions
+
+    dataset = registry.datasets.require_available(config.dataset).spec
+    sources = dataset.clips(dict(config.dataset_options))[: config.limit]
+    chosen = conditions.resolve(list(config.conditions), registry.conditions)
+    if chosen:
+        sources = conditions.conditioned_sources(sources, chosen, (str(cache.cache_root()), True))
+    return {source.clip_id: source for source in sources}
+
+
+def output_reader(config: Any, registry: Any, results: list[dict[str, Any]]) -> Callable[[str, str], Output | None]:
+    """``read(engine, run_id)``: the output kept in --output-folder, else the cache's, else None."""
+    from nsbench import cache, cli
+    from nsbench.listening_grid import read_excerpt
+    from nsbench.report import file_stem
+
+    store = cache.Cache(cache.cache_root())
+    holder = types.SimpleNamespace(registry=registry, metric_identities={})  # what cache_identity reads
+    identities: dict[tuple[str, Any], str] = {}
+
+    def identity(engine: str, seed: Any) -> str | None:
+        if (engine, seed) not in identities:
+            try:
+                registered = registry.engines.get(engine)
+                options = {**config.engine_options(registered.plugin), "seed": seed}
+                identities[engine, seed] = cli.cache_identity(registered.spec, holder, options).engine
+            except (UserError, KeyError, AttributeError):
+                identities[engine, seed] = ""
+        return identities[engine, seed] or None
+
+    def read(engine: str, run_id: str, clip: Any = None, seed: Any = None, rate: int = 0) -> Output | None:
+        if config.output_folder:
+            kept = read_excerpt(Path(config.output_folder) / file_stem(engine) / f"{run_id}.wav")
+            if kept is not None:
+                return kept
+        key = identity(engine, seed)
+        if clip is None or key is None:
+            return None
+        cached = store.get_output(cache.Identity(key).output_key(clip))
+        return (cached.audio, clip.sample_rate) if cached is not None else None
+
+    return read
+
+
+def load_clip(sources: Mapping[str, ClipSource], clip_id: str) -> Any:
+    """The loaded clip, or None where the dataset no longer has it."""
+    source = sources.get(clip_id)
+    try:
+        return source.load() if source else None
+    except ClipError:
+        return None
