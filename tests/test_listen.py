@@ -421,3 +421,18 @@ def test_a_set_without_references_gets_p835_conditions():
     assert [c.name for c in conditions] == ["unprocessed input", "speex"]
     assert [c.kind for c in design.conditions_for(design.MUSHRA, ["speex"], True, False)] == [
         design.REFERENCE, design.ANCHOR, design.INPUT, design.ENGINE]
+
+
+def test_a_run_on_a_set_without_references_builds_a_p835_test(tmp_path):
+    """A noisy-only folder set (Clip.clean is None): `listen` picks P.835 by itself, with
+    the input and the engine as its conditions and no hidden reference or anchor."""
+    data = make_folder_dataset(tmp_path / "set", count=2, seconds=1.0)
+    shutil.rmtree(data / "clean")
+    argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "speex", "--metric", "rtf_cpu",
+            "--jobs", "1", "--quiet", "--no-plots", "--no-html", "--results-folder", str(tmp_path / "results")]
+    assert main(argv) == 0
+    folder = tmp_path / "results" / "folder"
+    assert main(["listen", str(folder)]) == 0
+    key = key_of(folder)
+    assert key["method"] == "p835"
+    assert sorted(c["name"] for c in key["conditions"].values()) == ["speex", "unprocessed input"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from nsbench.types import UserError
+from nsbench.text import plural
 
 EXIT_USER_ERROR = 2
 
@@ -59,8 +60,8 @@ def build_command(args: argparse.Namespace) -> int:
     built = build(args.results, args.output, Options(args.method, args.engine, args.clips_per_cell, args.seconds,
                                                       args.seed, args.max_trials, args.parts))
     lowered = {clip: db for clip, db in built.lowered.items() if db > 0.05}
-    print(f"nsbench listen: a {built.method.upper()} test of {built.clips} clips x {len(built.conditions)} conditions "
-          f"in {built.parts} part(s): open {built.folder / 'index.html'} in a browser (no server needed)")
+    print(f"nsbench listen: a {built.method.upper()} test of {plural(built.clips, 'clip')} x {plural(len(built.conditions), 'condition')} "
+          f"in {plural(built.parts, 'part')}: open {built.folder / 'index.html'} in a browser (no server needed)")
     print(f"  conditions: {', '.join(built.conditions)}")
     if lowered:
         print(f"  {len(lowered)} trial(s) lowered below -26 LUFS so no stimulus peaks above -1 dBFS "
