@@ -3,14 +3,16 @@ ship with nsbench (``demo_audio/`` beside this file, 16-bit FLAC).
 
 Targets are LibriSpeech readers (6 female, 6 male; four more are held out for
 bench/check_demo_truth.py); the interference is one of four categories, each at
--5, 0, 5 and 10 dB SNR: ``stationary`` (a boat engine's hum, wind, and synthetic
-white and pink noise as controls), ``nonstationary`` (traffic, cafe,
-construction, fire, running water, rain), ``babble`` (4-6 other LibriSpeech
-readers, never the target) and ``music`` (tenor sax, trumpet, violin, solo
-singing). Plus music-only clips (the user wants silence) and clean-voice clips
-(the engine must not damage them). Deterministic for a seed, cached on disk, no
-download. ``demo_audio/MANIFEST.tsv`` gives each file's source, licence and
-segment; ``demo_audio/ATTRIBUTION.md`` the credits.
+-5, 0, 5, 10, 15 and 20 dB SNR (DNS 2020's test set spans 0-19 dB, VoiceBank's
+2.5-17.5; the top cells show an engine that damages nearly clean speech):
+``stationary`` (a boat engine's hum, wind, and synthetic white and pink noise
+as controls), ``nonstationary`` (traffic, cafe, construction, fire, running
+water, rain), ``babble`` (4-6 other LibriSpeech readers, never the target) and
+``music`` (tenor sax, trumpet, violin, solo singing). Plus music-only clips
+(the user wants silence) and clean-voice clips (the engine must not damage
+them). Deterministic for a seed, cached on disk, no download.
+``demo_audio/MANIFEST.tsv`` gives each file's source, licence and segment;
+``demo_audio/ATTRIBUTION.md`` the credits.
 
 No official script: nsbench's own set and protocol. Each metric's ``mean``,
 ``median`` and ``mad`` are over clips, each clip once, per cell (noise x SNR)
@@ -41,10 +43,11 @@ from nsbench.types import ClipError, ClipSource, DatasetSpec, UserError
 BUNDLE_FOLDER = Path(__file__).resolve().parent / "demo_audio"
 MANIFEST, CHECKSUMS, ATTRIBUTION = "MANIFEST.tsv", "SHA256SUMS", "ATTRIBUTION.md"
 # Bump when mixing changes, so cached sets from older code are not reused.
-GENERATOR_VERSION = 2
+# 3: cells at 15 and 20 dB (every clip's talker and seed moved with the new order).
+GENERATOR_VERSION = 3
 SAMPLE_RATE = 16000
 CLIP_SECONDS = 4.0
-SNRS_DB = (-5, 0, 5, 10)
+SNRS_DB = (-5, 0, 5, 10, 15, 20)
 NOISE_CATEGORIES = ("stationary", "nonstationary", "babble", "music")
 # Six: with fewer clips the paired Wilcoxon test of the report cannot reach p < 0.05.
 CLIPS_PER_CELL = 6
@@ -162,7 +165,8 @@ def shuffled(rng: np.random.Generator, items: Sequence[str]) -> list[str]:
 
 
 def plan(seed: int, recordings: Mapping[str, Recording]) -> list[dict[str, Any]]:
-    """The clips to make, ordered so that the first 18 cover every cell once
+    """The clips to make, ordered so that the first 26 (one per cell: 4 noise
+    categories x 6 SNRs, music-only, clean-voice) cover every cell once
     (``--limit`` then still spans the table). Talkers alternate by sex within a
     cell (three of each) and take turns overall; recordings rotate over the
     SNRs, so every cell spreads over talkers and recordings. The seed shuffles
@@ -190,7 +194,7 @@ def plan(seed: int, recordings: Mapping[str, Recording]) -> list[dict[str, Any]]
         if round_ < CLEAN_VOICE_CLIPS:
             labels = {**CLEAN_VOICE_LABELS, "recording": "none"}
             clips.append({"clip_id": f"clean-voice_{round_}", "labels": labels, "target": next_talker(SEXES[round_ % 2])})
-    # Each clip gets its own generator, so adding clips never changes existing ones.
+    # Each clip gets its own generator: its audio does not depend on what the clips before it drew.
     for number, clip in enumerate(clips):
         clip["seed"] = [seed, number]
     return clips
@@ -372,7 +376,7 @@ def register_datasets(register):
             name="demo",
             clips=clips,
             description="default demo: real LibriSpeech talkers in stationary, nonstationary, babble and music "
-                        "interference at -5..10 dB, music-only and clean clips; bundled recordings, mixed locally",
+                        "interference at -5..20 dB, music-only and clean clips; bundled recordings, mixed locally",
             cell_keys=("noise", "snr_db"),
             describe=describe,
         )

@@ -77,7 +77,7 @@ def test_passthrough_improves_nothing_on_any_demo_clip(demo_run):
     folder, _ = demo_run
     clips = [json.loads(line) for line in (folder / "passthrough.clips.jsonl").read_text().splitlines()]
     gains = [c["scores"]["si_sdri"] for c in clips if "si_sdri" in c["scores"]]
-    # 28 clips: the 16 noisy cells, one music-only, one clean, ten more noisy.
+    # 28 clips: the 24 noisy cells, one music-only, one clean, two more noisy.
     # Music-only and clean-voice clips have no SI-SDRi.
     assert len(gains) == 26
     assert all(gain == 0.0 for gain in gains)
@@ -287,8 +287,8 @@ def test_passthrough_si_sdri_is_exactly_zero_on_every_demo_clip(tmp_path):
             "--results-folder", str(tmp_path), "--quiet"]
     assert main(argv) == 0
     rows = [json.loads(line) for line in (tmp_path / "demo" / "passthrough.clips.jsonl").read_text().splitlines()]
-    # 16 voice cells of 6 clips, 6 music-only and 6 clean-voice clips.
-    assert len(rows) == 108
+    # 24 voice cells (4 noise categories x 6 SNRs) of 6 clips, 6 music-only and 6 clean-voice clips.
+    assert len(rows) == 156
     gains = [row["scores"]["si_sdri"] for row in rows if row["labels"]["noise"] != "none" and row["labels"]["snr_db"] != "no voice"]
-    assert len(gains) == 96 and set(gains) == {0.0}
+    assert len(gains) == 144 and set(gains) == {0.0}
     assert {row["scores"]["music_attenuation_db"] for row in rows if "music_attenuation_db" in row["scores"]} == {0.0}

@@ -81,7 +81,11 @@ def test_a_noisy_only_folder_runs_end_to_end_with_dnsmos_and_no_intrusive_metric
         assert result["reference_use"]["clips_without_reference"] == 3
         assert result["alignment"]["not_checked_clips"] == 3
         for line in clip_lines(folder, engine):
-            assert line["undefined"] == {} and line["error"] is None
+            assert line["error"] is None
+            # The only metrics without a value are the speech-gated levels: these
+            # 1-second fixtures leave the VAD too few pauses to measure the noise in.
+            assert set(line["undefined"]) <= {"vad_voice_level_db", "vad_attenuation_db"}
+            assert all("no-speech chunks" in reason for reason in line["undefined"].values())
             assert 1.0 <= line["scores"]["dnsmos_ovrl"] <= 5.0
             assert line["lag_unmeasured"] == checks.NO_REFERENCE_LAG
     # DNSMOS of the passthrough is DNSMOS of the input; speex changes it.

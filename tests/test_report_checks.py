@@ -15,8 +15,10 @@ from nsbench.types import EngineSpec
 from conftest import add_plugin_to_the_cli
 
 LAG = 160  # 10 ms at 16 kHz: one frame of a typical engine
-# The demo's first 18 clips: the 16 noisy cells, one music-only, one clean-voice clip.
-CLIPS = 18
+# The demo's first 26 clips: the 24 noisy cells (4 noise categories x 6 SNRs), one music-only, one clean-voice clip.
+NOISY_CELLS = 24
+CLIPS = NOISY_CELLS + 2
+VOICED = NOISY_CELLS + 1  # the clips with a voice: every one but the music-only clip
 CHEAP_METRICS = ["--metric", "si_sdri", "--metric", "voice_level_db"]  # what the flags read; STOI would triple the time
 
 
@@ -117,12 +119,12 @@ def test_each_engine_raises_exactly_its_own_flag(faulty_run, engine):
 
 
 def test_flags_name_the_clips(faulty_run):
-    noisy_input = [f"{n}_snr{s}_0" for n in ("stationary", "nonstationary", "babble", "music") for s in (-5, 0, 5, 10)]
+    noisy_input = [f"{n}_snr{s}_0" for n in ("stationary", "nonstationary", "babble", "music") for s in (-5, 0, 5, 10, 15, 20)]
     # The passthrough is the input on the noisy clips and the music-only one (not
     # on the clean-voice clip, where the input is the right answer): expected there.
     assert sorted(faulty_run["identity"]["flags"]["identical_to_input"]["clips"]) == sorted(noisy_input + ["music-only_0"])
     assert faulty_run["passthrough"]["expected_flags"]["identical_to_input"]["clips"] == faulty_run["identity"]["flags"]["identical_to_input"]["clips"]
-    # Silence is right on the music-only clip: flagged on the 17 clips with a voice.
+    # Silence is right on the music-only clip: flagged on the 25 clips with a voice.
     assert sorted(faulty_run["silent"]["flags"]["silent"]["clips"]) == sorted(noisy_input + ["clean-voice_0"])
     # The voice drop needs a positive gain: the clean-voice clip has none to read.
     assert sorted(faulty_run["quiet-voice"]["flags"]["voice_level_drop"]["clips"]) == sorted(noisy_input)
@@ -134,9 +136,9 @@ def test_alignment_says_sample_aligned_or_late_by_the_lag(faulty_run):
     for engine in ("noise-left", "identity", "quiet-voice", "nan-once", "passthrough"):
         assert faulty_run[engine]["alignment"]["text"] == "sample-aligned", engine
     late = faulty_run["late"]["alignment"]
-    assert late["text"] == f"late by {LAG} samples on 17 clips"  # every clip with a voice
-    assert late["constant_lag"] == {"samples": LAG, "sample_rate": 16000, "clips": 17}
-    assert faulty_run["silent"]["alignment"]["text"] == "alignment not measured, not measurable on 17 clips"
+    assert late["text"] == f"late by {LAG} samples on {VOICED} clips"  # every clip with a voice
+    assert late["constant_lag"] == {"samples": LAG, "sample_rate": 16000, "clips": VOICED}
+    assert faulty_run["silent"]["alignment"]["text"] == f"alignment not measured, not measurable on {VOICED} clips"
 
 
 def test_the_report_shows_each_flag_beside_its_engine_only(faulty_run):
@@ -146,10 +148,10 @@ def test_the_report_shows_each_flag_beside_its_engine_only(faulty_run):
     for engine, flag in EXPECTED.items():
         raised = [line for line in blocks[engine].splitlines() if "FLAG" in line]
         assert raised == ([next(line for line in raised if flag in line)] if flag else []), engine
-    assert f"late by {LAG} samples on 17 clips" in blocks["late"]
+    assert f"late by {LAG} samples on {VOICED} clips" in blocks["late"]
     summary = report.split("## Per engine: mean and worst cell")[1].split("\n## ")[0]
     row = next(line for line in summary.splitlines() if line.startswith("| quiet-voice "))
-    assert row.endswith("| sample-aligned | voice_level_drop (16) |")
+    assert row.endswith(f"| sample-aligned | voice_level_drop ({NOISY_CELLS}) |")
 
 
 def test_align_constant_lag_removes_the_lag_and_says_so(faulty_run, tmp_path, monkeypatch):
@@ -158,7 +160,7 @@ def test_align_constant_lag_removes_the_lag_and_says_so(faulty_run, tmp_path, mo
     assert late["alignment"]["text"] == "sample-aligned"
     done = late["alignment"]["compensation"]
     assert (done["samples"], done["sample_rate"]) == (LAG, 16000)
-    assert done["first_pass"]["text"] == f"late by {LAG} samples on 17 clips"
+    assert done["first_pass"]["text"] == f"late by {LAG} samples on {VOICED} clips"
     # The second pass is the clean engine's output exactly, so are its scores.
     assert late["metrics"]["si_sdri"]["mean"] == pytest.approx(faulty_run["noise-left"]["metrics"]["si_sdri"]["mean"], abs=1e-9)
     assert set(late["engine_info"]["delays_removed"]) == {f"{LAG} samples at 16000 Hz"}
@@ -195,9 +197,9 @@ def test_two_identical_engines_are_reported_not_distinguishable(faulty_run):
     comparison = faulty_run["identity"]["comparisons"]["passthrough"]["si_sdri"]
     assert comparison["all"]["verdict"] == "not distinguishable" and comparison["all"]["p_value"] == 1.0
     # The music-only and clean-voice cells have no SI-SDRi to pair.
-    assert [cell["verdict"] for cell in comparison["cells"] if cell["n"]] == ["not distinguishable"] * 16
+    assert [cell["verdict"] for cell in comparison["cells"] if cell["n"]] == ["not distinguishable"] * NOISY_CELLS
     row = next(line for line in faulty_run["report.md"].splitlines() if line.startswith("| identity | passthrough | si_sdri |"))
-    assert row.endswith("| 0.000 | 0.000 [0.000, 0.000] normal | 1.000 | not distinguishable | not distinguishable in 16 cells |")
+    assert row.endswith(f"| 0.000 | 0.000 [0.000, 0.000] normal | 1.000 | not distinguishable | not distinguishable in {NOISY_CELLS} cells |")
 
 
 def test_voice_drop_threshold_is_an_option(tmp_path, monkeypatch):
