@@ -44,11 +44,16 @@ def test_improves_and_is_aligned_on_the_stationary_cells(demo_tts_sources):
     assert_improves_and_aligned(run_builtin("gtcrn", sources), sources)
 
 
+MEASURED_SNRS = ("-5", "0", "5", "10")
+
+
 @needs_gtcrn
 def test_improves_si_sdr_on_the_real_demos_stationary_cells(demo_sources):
     """On the real demo's stationary category (boat hum, wind, white, pink at -5
-    to 10 dB, 24 clips): a mean gain, and a gain at each SNR."""
-    sources = [s for s in demo_sources if s.labels["noise"] == "stationary"]
+    to 10 dB, 24 clips): a mean gain, and a gain at each SNR. The 15 and 20 dB
+    cells came later (issue 22) and hold no such claim: near-clean input is where
+    an engine may cost SI-SDR, which the demo now shows rather than asserts away."""
+    sources = [s for s in demo_sources if s.labels["noise"] == "stationary" and s.labels["snr_db"] in MEASURED_SNRS]
     outcomes = run_builtin("gtcrn", sources)
     gains: dict[str, list[float]] = {}
     for outcome in outcomes:

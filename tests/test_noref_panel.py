@@ -338,7 +338,8 @@ def agreement(demo_sources):
     reg = registry()
     names = ("voice_level_db", "music_attenuation_db", "vad_voice_level_db", "vad_attenuation_db")
     metrics, _ = bind_options([reg.metrics.require_available(name).spec for name in names], {}, reg)
-    sources = [s for s in demo_sources if s.labels["snr_db"].lstrip("-").isdigit()]
+    # The bounds were measured on the -5..10 dB cells; the 15 and 20 dB cells came later (issue 22).
+    sources = [s for s in demo_sources if s.labels["snr_db"] in ("-5", "0", "5", "10")]
     assert len(sources) == 96
     rows = []
     for engine in AGREEMENT_ENGINES:
