@@ -31,7 +31,7 @@ import numpy as np
 
 from nsbench.frames import FrameStream
 from nsbench.hookspecs import hookimpl
-from nsbench.model_files import package_file, verified
+from nsbench.model_files import engine_session, package_file, verified
 from nsbench.types import Engine, EngineSpec
 
 SAMPLE_RATE = 16000
@@ -81,16 +81,7 @@ class HopProcessor:
 
 class GTCRN(Engine):
     def __init__(self, path: Path) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        # One thread, sequential: the same CPU budget as the other engines, and
-        # bit-identical outputs run to run.
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3  # errors only
-        self.session = onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        self.session = engine_session(path)
 
     def stream(self) -> FrameStream:
         """A fresh state fed hops of float32 as blocks complete them."""

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench.hookspecs import hookimpl
+from nsbench.model_files import engine_session
 from nsbench.types import Engine, EngineSpec, UserError
 
 SAMPLE_RATE = 16000
@@ -70,16 +71,7 @@ def istft(spectrum: np.ndarray, length: int) -> np.ndarray:
 
 class NSNet2(Engine):
     def __init__(self, path: Path) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        # One thread, sequential: the same CPU budget as the other engines, and
-        # bit-identical outputs run to run.
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3  # errors only
-        self.session = onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        self.session = engine_session(path)
 
     def process(self, audio: np.ndarray) -> np.ndarray:
         if len(audio) == 0:

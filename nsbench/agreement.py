@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from nsbench.summary import clip_values
 from nsbench.types import ClipRecord, MetricSpec
 
 MIN_ENGINES = 3  # two points always rank-correlate by +-1
@@ -65,15 +66,6 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     if denominator == 0.0:
         return math.nan
     return max(-1.0, min(1.0, float(np.dot(rx, ry)) / denominator))
-
-
-def clip_values(records: Sequence[ClipRecord], name: str) -> dict[str, float]:
-    """Per clip, the mean over seeds of the metric's value."""
-    values: dict[str, list[float]] = {}
-    for record in records:
-        if not record.failed and name in record.scores:
-            values.setdefault(record.clip_id, []).append(record.scores[name])
-    return {clip: float(np.mean(v)) for clip, v in values.items()}
 
 
 def judges_and_intrusive(metrics: Sequence[MetricSpec]) -> tuple[list[MetricSpec], list[MetricSpec]]:

@@ -59,3 +59,17 @@ def verified(path: Path, sha256: str, install: str) -> Path:
             f"reinstall: {install}"
         )
     return path
+
+
+def engine_session(path: Path):
+    """An ONNX engine's onnxruntime session: one thread, sequential, errors only
+    in the log; the same CPU budget as the other engines, and bit-identical
+    outputs run to run."""
+    import onnxruntime  # heavy; only when such an engine is built
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
