@@ -238,8 +238,7 @@ def dnsmos_p808(audio: np.ndarray) -> float:
 # the samples (not id(), which Python reuses) makes a stale hit impossible;
 # hashing 4 s of audio takes well under a millisecond, the network seconds. A
 # tuple is replaced in one assignment, so threads at worst recompute.
-_last: tuple[bytes, Scores] | None = None
-_last_p808: tuple[bytes, float] | None = None
+_last: dict[str, tuple[bytes, Any]] = {}
 
 
 def _key(audio: np.ndarray, sample_rate: int) -> bytes:
@@ -260,32 +259,29 @@ def model_input(output: np.ndarray, sample_rate: int) -> np.ndarray:
     return np.clip(resample(output, sample_rate, MODEL_RATE), -1.0, 1.0)
 
 
-def clip_scores(output: np.ndarray, sample_rate: int) -> Scores:
-    """DNSMOS P.835 of an engine output at any rate (see ``model_input``), cached for the next call."""
-    global _last
+def last_clip_scored(model: str, output: np.ndarray, sample_rate: int, network: str, score: Callable[[np.ndarray], Any]) -> Any:
+    """``score`` of an engine output at any rate (see ``model_input``), kept for the
+    next call on the same samples; a non-finite score is undefined, never kept."""
     output = np.asarray(output)
     key = _key(output, sample_rate)
-    if _last is not None and _last[0] == key:
-        return _last[1]
-    scores = dnsmos_p835(model_input(output, sample_rate))
-    if not all(math.isfinite(value) for value in scores):
-        raise MetricUndefined(f"the DNSMOS network returned a non-finite score {scores}")
-    _last = (key, scores)
-    return scores
+    last = _last.get(model)
+    if last is not None and last[0] == key:
+        return last[1]
+    value = score(model_input(output, sample_rate))
+    if not np.all(np.isfinite(value)):
+        raise MetricUndefined(f"the {network} network returned a non-finite score {value}")
+    _last[model] = (key, value)
+    return value
+
+
+def clip_scores(output: np.ndarray, sample_rate: int) -> Scores:
+    """DNSMOS P.835 of an engine output at any rate, cached for the next call."""
+    return last_clip_scored(P835, output, sample_rate, "DNSMOS", dnsmos_p835)
 
 
 def clip_p808(output: np.ndarray, sample_rate: int) -> float:
-    """DNSMOS P.808 of an engine output at any rate (see ``model_input``), cached for the next call."""
-    global _last_p808
-    output = np.asarray(output)
-    key = _key(output, sample_rate)
-    if _last_p808 is not None and _last_p808[0] == key:
-        return _last_p808[1]
-    score = dnsmos_p808(model_input(output, sample_rate))
-    if not math.isfinite(score):
-        raise MetricUndefined(f"the DNSMOS P.808 network returned a non-finite score {score}")
-    _last_p808 = (key, score)
-    return score
+    """DNSMOS P.808 of an engine output at any rate, cached for the next call."""
+    return last_clip_scored(P808, output, sample_rate, "DNSMOS P.808", dnsmos_p808)
 
 
 def window_note(inputs: MetricInputs) -> str:

@@ -166,7 +166,7 @@ class FakeSession:
 def fake_dnsmos_session(monkeypatch) -> FakeSession:
     fake = FakeSession()
     monkeypatch.setattr(dnsmos, "session", lambda model=dnsmos.P835: fake)
-    monkeypatch.setattr(dnsmos, "_last", None)
+    monkeypatch.setattr(dnsmos, "_last", {})
     return fake
 
 
