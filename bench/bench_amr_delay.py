@@ -6,7 +6,7 @@
 For each signal (the real readers in ../shared/audio/speech, the codec's own
 probe, white noise, an impulse train), the lag of the raw AMR-NB 12.2 round
 trip (no delay removed) behind its input, broadband and per band (zero-phase
-4th-order Butterworth bandpasses), by nsbench.alignment.estimate_lag.
+4th-order Butterworth bandpasses), by nsbench.audio.alignment.estimate_lag.
 
 Measured (PyAV 18.1, OpenCORE AMR-NB, 16 kHz, 2026-12-01): above 500 Hz every
 signal lags 79-80 samples, the 79.2 that conditions/codecs.py removes; in
@@ -19,7 +19,7 @@ intelligibility, the codec is not a pure delay, and the residual-lag estimate
 (broadband cross-correlation) reads the low band's extra phase as 16-20 samples.
 Mixed with the real noises at 0-20 dB, the residual lag read 15-22 samples on
 the male readers (libri1, libri2, cmu aew) and 0 (or -1) on the female ones;
-limited to 300-3400 Hz it reads 0 on all 18: nsbench/checks.py's residual_lag
+limited to 300-3400 Hz it reads 0 on all 18: nsbench/run/checks.py's residual_lag
 now confirms a broadband lag there (tests/test_residual_lag_band.py).
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def lags(signal: np.ndarray) -> tuple[int | None, list[int | None]]:
     from scipy.signal import butter, sosfiltfilt
 
     from conditions.codecs import CODECS, unaligned_round_trip
-    from nsbench.alignment import estimate_lag
+    from nsbench.audio.alignment import estimate_lag
 
     decoded = unaligned_round_trip(signal, RATE, CODECS["amr-nb-12k"])[: signal.size]
     per_band = []

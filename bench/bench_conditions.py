@@ -25,11 +25,11 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nsbench import conditions  # noqa: E402
+from nsbench.run import conditions  # noqa: E402
 from nsbench.builtin.datasets import demo  # noqa: E402
 from nsbench.cli import main  # noqa: E402
-from nsbench.plugins import get_plugin_manager  # noqa: E402
-from nsbench.registry import build_registry  # noqa: E402
+from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
+from nsbench.plugins.registry import build_registry  # noqa: E402
 
 GAIN_CONDITIONS = ("opus-16k", "amr-nb-12k", "limiter")
 

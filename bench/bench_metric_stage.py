@@ -27,11 +27,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from nsbench import reference  # noqa: E402
-from nsbench.plugins import get_plugin_manager  # noqa: E402
-from nsbench.registry import build_registry  # noqa: E402
-from nsbench.runner import EngineHolder, one_blas_thread, process, reference_features  # noqa: E402
-from nsbench.types import ENHANCEMENT, MetricInputs, MetricUndefined  # noqa: E402
+from nsbench.store import reference  # noqa: E402
+from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
+from nsbench.plugins.registry import build_registry  # noqa: E402
+from nsbench.run.runner import EngineHolder, one_blas_thread, process, reference_features  # noqa: E402
+from nsbench.plugins.types import ENHANCEMENT, MetricInputs, MetricUndefined  # noqa: E402
 
 ENGINES = ("passthrough", "speex", "webrtc", "oracle-irm")
 METRIC_FILES = ("sisdr.py", "intelligibility.py", "levels.py", "realtime.py", "demixing.py")

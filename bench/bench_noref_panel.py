@@ -32,10 +32,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from nsbench.plugins import get_plugin_manager  # noqa: E402
-from nsbench.registry import build_registry  # noqa: E402
-from nsbench.runner import EngineHolder, one_blas_thread, process, reference_features  # noqa: E402
-from nsbench.types import MetricInputs, MetricUndefined  # noqa: E402
+from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
+from nsbench.plugins.registry import build_registry  # noqa: E402
+from nsbench.run.runner import EngineHolder, one_blas_thread, process, reference_features  # noqa: E402
+from nsbench.plugins.types import MetricInputs, MetricUndefined  # noqa: E402
 
 ENGINES = ("passthrough", "speex", "nsnet2", "gtcrn", "rnnoise")
 FAMILIES = {
@@ -89,7 +89,7 @@ def score(specs, clip, output, memo, names) -> tuple[dict[str, float], float]:
 
 def bound_specs(registry, names):
     """Specs with their per-run options bound, as a run binds them (the model hashes checked)."""
-    from nsbench.metric_options import bind_options
+    from nsbench.plugins.metric_options import bind_options
 
     specs, _ = bind_options([registry.metrics.require_available(name).spec for name in names], {}, registry)
     return {spec.name: spec for spec in specs}

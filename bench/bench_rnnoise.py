@@ -29,11 +29,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from nsbench.audio import resample  # noqa: E402
-from nsbench.frames import to_int16  # noqa: E402
-from nsbench.plugins import get_plugin_manager  # noqa: E402
-from nsbench.registry import build_registry  # noqa: E402
-from nsbench.runner import EngineHolder, process  # noqa: E402
+from nsbench.audio.files import resample  # noqa: E402
+from nsbench.audio.frames import to_int16  # noqa: E402
+from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
+from nsbench.plugins.registry import build_registry  # noqa: E402
+from nsbench.run.runner import EngineHolder, process  # noqa: E402
 from nsbench.tools import rnnoise_demo  # noqa: E402
 
 DATASET = "demo"  # the default set, real voices since issue 11

@@ -44,9 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nsbench.cli import build_parser, main  # noqa: E402
-from nsbench.plugins import get_plugin_manager  # noqa: E402
-from nsbench.registry import build_registry  # noqa: E402
-from nsbench.types import MetricInputs, MetricUndefined  # noqa: E402
+from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
+from nsbench.plugins.registry import build_registry  # noqa: E402
+from nsbench.plugins.types import MetricInputs, MetricUndefined  # noqa: E402
 
 OVERHEAD_METRICS = ("si_sdr", "si_sdr_zm", "snr", "stoi", "estoi", "voice_level_db")
 CHEAP_METRICS = ("si_sdr", "voice_level_db")

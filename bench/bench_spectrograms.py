@@ -42,7 +42,7 @@ figure = Figure(figsize=(2.4, 1.2)); FigureCanvasAgg(figure); axes = figure.add_
 start = cpu(); librosa.display.specshow(decibels, sr=16000, n_fft=256, hop_length=256, ax=axes); figures["first specshow"] = cpu() - start
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from nsbench.spectrograms import draw_row
+from nsbench.report.spectrograms import draw_row
 folder = Path(sys.argv[2])
 start = cpu(); draw_row([signal * (0.5 ** k) for k in range(11)], 16000, [folder / f"{k}.png" for k in range(11)])
 figures["a grid row of 11 images"] = cpu() - start

@@ -30,11 +30,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from nsbench import recognition  # noqa: E402
-from nsbench.metric_options import bind_options  # noqa: E402
-from nsbench.plugins import get_plugin_manager  # noqa: E402
-from nsbench.registry import build_registry  # noqa: E402
-from nsbench.runner import run_engine  # noqa: E402
-from nsbench.types import MetricInputs  # noqa: E402
+from nsbench.plugins.metric_options import bind_options  # noqa: E402
+from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
+from nsbench.plugins.registry import build_registry  # noqa: E402
+from nsbench.run.runner import run_engine  # noqa: E402
+from nsbench.plugins.types import MetricInputs  # noqa: E402
 
 COST_ENGINES = ("passthrough", "noisereduce", "webrtc", "speex")
 DEMO = "demo"  # the dataset the default run uses

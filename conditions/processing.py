@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from nsbench.conditions import NONE, ConditionSpec
-from nsbench.hookspecs import hookimpl
+from nsbench.run.conditions import NONE, ConditionSpec
+from nsbench.plugins.hookspecs import hookimpl
 
 # ----------------------------------------------------------------- loudness
 

@@ -38,10 +38,10 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsbench.audio import load_pair
-from nsbench.hookspecs import hookimpl
+from nsbench.audio.files import load_pair
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.text import plural
-from nsbench.types import ClipSource, DatasetSpec, UserError
+from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
 
 ROOT_NAME = "biodenoising_validation"
 RATES = (16000, 48000)

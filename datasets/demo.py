@@ -32,12 +32,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nsbench import generated_set
-from nsbench.audio import read_audio
-from nsbench.cache import cache_root
+from nsbench.audio.files import read_audio
+from nsbench.store.cache import cache_root
 from nsbench.generated_set import MadeClip
-from nsbench.hookspecs import hookimpl
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.synth import noises
-from nsbench.types import ClipError, ClipSource, DatasetSpec, UserError
+from nsbench.plugins.types import ClipError, ClipSource, DatasetSpec, UserError
 
 # Where the recordings are; tests point it at a damaged copy.
 BUNDLE_FOLDER = Path(__file__).resolve().parent / "demo_audio"

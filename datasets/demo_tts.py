@@ -19,10 +19,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench import generated_set
-from nsbench.cache import cache_root
+from nsbench.store.cache import cache_root
 from nsbench.generated_set import MadeClip
-from nsbench.hookspecs import hookimpl
-from nsbench.types import ClipSource, DatasetSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import ClipSource, DatasetSpec
 
 # Bump when generation changes, so cached sets from older code are not reused.
 GENERATOR_VERSION = 1
@@ -117,7 +117,7 @@ def generate(folder: Path, seed: int) -> None:
 
 
 def demo_folder(seed: int) -> Path:
-    from nsbench.provenance import package_versions
+    from nsbench.report.provenance import package_versions
 
     # The synthesiser's version decides the speech samples, so it is part of the key.
     espeak = package_versions(["espeakng-loader"])["espeakng-loader"]

@@ -33,9 +33,9 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.audio import load_pair
-from nsbench.hookspecs import hookimpl
-from nsbench.types import Clip, ClipSource, DatasetSpec, UserError
+from nsbench.audio.files import load_pair
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import Clip, ClipSource, DatasetSpec, UserError
 
 # Pairing: the file id ends every name in both folders.
 FILE_ID = re.compile(r"fileid_(\d+)\.wav$")

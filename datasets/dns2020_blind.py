@@ -9,7 +9,7 @@ recordings), N from 0. The cell is the prefix (``condition``).
 Official evaluation: the challenge ranked this set by crowdsourced ITU-T P.808
 listening tests per condition; no clean references ship in the folder, so
 nothing intrusive can be computed here. nsbench departs: it scores every file with the no-reference
-panel (DNSMOS and what else needs no reference: nsbench.no_reference), not
+panel (DNSMOS and what else needs no reference: nsbench.run.no_reference), not
 with listeners; the mean per condition and overall are its figures. A file
 named otherwise stops the run, naming it.
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from nsbench.builtin.datasets.dns2020_real import labelled, listing_description, sources_of
-from nsbench.hookspecs import hookimpl
-from nsbench.types import ClipSource, DatasetSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import ClipSource, DatasetSpec
 
 BLIND_NAME = re.compile(r"(noreverb|reverb|realrec)_fileid_(\d+)\.wav")
 LAYOUT = "DNS-Challenge datasets/blind_test_set (branch interspeech2020/master)"

@@ -13,7 +13,7 @@ Official evaluation: none with a reference; the challenge ranked engines on
 these files by crowdsourced ITU-T P.808 listening tests (and published
 DNSMOS, its no-reference predictor, beside them). nsbench departs: it scores
 every file with the no-reference panel (DNSMOS and what else needs no
-reference: nsbench.no_reference), not with listeners, and reports the mean
+reference: nsbench.run.no_reference), not with listeners, and reports the mean
 per cell and overall; a file whose name does not follow the layout stops the
 run, naming it, rather than being scored under no cell.
 """
@@ -25,9 +25,9 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.audio import load_noisy
-from nsbench.hookspecs import hookimpl
-from nsbench.types import ClipSource, DatasetSpec, UserError
+from nsbench.audio.files import load_noisy
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
 
 # Categories per source, as the file names spell them (REFERENCE.md section 6).
 CATEGORIES = {

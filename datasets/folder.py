@@ -2,7 +2,7 @@
 
 ``noisy/`` alone is a set without references (a user's calls, uploads, field
 recordings): every clip loads with ``clean=None`` and the run scores it with
-the metrics that need no reference (nsbench.no_reference). With both
+the metrics that need no reference (nsbench.run.no_reference). With both
 folders a noisy file without its clean one stops the run, unless
 ``--allow-unpaired`` scores it without a reference; a clean file without its
 noisy one stops it either way (there is nothing to run an engine on).
@@ -23,11 +23,11 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsbench.audio import load_noisy, load_pair
-from nsbench.hookspecs import hookimpl
+from nsbench.audio.files import load_noisy, load_pair
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import load_with_transcript, with_text
 from nsbench.text import plural
-from nsbench.types import ClipSource, DatasetSpec, UserError
+from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 TRANSCRIPTS_FILE = "transcripts.tsv"

@@ -50,11 +50,11 @@ from typing import Any, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio import fit_length, read_audio, resample
-from nsbench.cache import cache_root
-from nsbench.hookspecs import hookimpl
+from nsbench.audio.files import fit_length, read_audio, resample
+from nsbench.store.cache import cache_root
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.text import plural
-from nsbench.types import Clip, ClipSource, DatasetSpec, UserError
+from nsbench.plugins.types import Clip, ClipSource, DatasetSpec, UserError
 
 SPLITS = ("eval", "validation", "train")
 DEFAULT_SPLIT = "eval"

@@ -56,12 +56,12 @@ from typing import Any, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio import read_audio, resample
+from nsbench.audio.files import read_audio, resample
 from nsbench.builtin.metrics.levels import SILENCE_BELOW_DB, segment_length
-from nsbench.cache import cache_root
-from nsbench.hookspecs import hookimpl
+from nsbench.store.cache import cache_root
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.text import plural
-from nsbench.types import Clip, ClipError, ClipSource, DatasetSpec, UserError
+from nsbench.plugins.types import Clip, ClipError, ClipSource, DatasetSpec, UserError
 
 SPLITS = ("test", "train")
 DEFAULT_SPLIT = "test"

@@ -28,11 +28,11 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsbench.audio import load_pair
-from nsbench.hookspecs import hookimpl
+from nsbench.audio.files import load_pair
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import load_with_transcript
 from nsbench.text import plural
-from nsbench.types import ClipSource, DatasetSpec, UserError
+from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
 
 CLEAN_DIR = "clean_testset_wav"
 NOISY_DIR = "noisy_testset_wav"

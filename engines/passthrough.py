@@ -6,8 +6,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.hookspecs import hookimpl
-from nsbench.types import Engine, EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import Engine, EngineSpec
 
 
 class PassthroughStream:

@@ -10,7 +10,7 @@ paying Python's start-up per clip. ``--rnnoise-demo-path`` runs a user-built
 xiph ``rnnoise_demo`` instead, once per clip, as Picovoice's benchmark does.
 A served program that dies or hangs fails its clip with the reason; the next
 clip starts a fresh one. With ``--block-size`` the served program is fed the
-clip block by block (``stream``, nsbench.streaming); a user's program reads
+clip block by block (``stream``, nsbench.run.streaming); a user's program reads
 whole files and cannot stream.
 
 The demo drops the first frame's output and a trailing partial frame, so each
@@ -41,13 +41,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
+from nsbench.audio.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
 from nsbench.builtin import REPO_ROOT
-from nsbench.cache import files_digest
+from nsbench.store.cache import files_digest
 from nsbench.external import STDERR_TAIL_CHARS, PrivateFolder, check_executable, run_program
-from nsbench.frames import from_int16, to_int16
-from nsbench.hookspecs import hookimpl
-from nsbench.types import MEASURED, ClipError, Engine, EngineSpec, UserError
+from nsbench.audio.frames import from_int16, to_int16
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import MEASURED, ClipError, Engine, EngineSpec, UserError
 
 SAMPLE_RATE = 48000  # the demo's only rate
 FRAME = 480  # samples per rnnoise_process_frame call
@@ -129,7 +129,7 @@ class RNNoiseDemo(Engine):
         return ServedStream(self.server, self.label, self.timeout) if self.server else None
 
     def helper_pids(self) -> list[int]:
-        """The served program, whose CPU time is this engine's (nsbench.runner)."""
+        """The served program, whose CPU time is this engine's (nsbench.run.runner)."""
         return self.server.pids() if self.server else []
 
     def calibrate(self) -> int:

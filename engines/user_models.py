@@ -26,11 +26,11 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio import read_failure
-from nsbench.cache import files_digest
+from nsbench.audio.files import read_failure
+from nsbench.store.cache import files_digest
 from nsbench.external import PrivateFolder, run_program
-from nsbench.hookspecs import hookimpl
-from nsbench.types import MEASURED, ClipError, Engine, EngineSpec, UserError
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import MEASURED, ClipError, Engine, EngineSpec, UserError
 
 DEFAULT_RATE = 16000
 # --command-format -> soundfile subtype of the input file we write.

@@ -23,9 +23,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.frames import FrameStream, bytes_frames, process_bytes_in_frames
-from nsbench.hookspecs import hookimpl
-from nsbench.types import MEASURED, Engine, EngineSpec
+from nsbench.audio.frames import FrameStream, bytes_frames, process_bytes_in_frames
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import MEASURED, Engine, EngineSpec
 
 SAMPLE_RATE = 16000
 FRAME_LENGTH = 160  # 10 ms: the only frame size Process10ms accepts

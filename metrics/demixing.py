@@ -33,9 +33,9 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from nsbench.blocks import float64_blocks, spans
-from nsbench.hookspecs import hookimpl
-from nsbench.types import ENHANCEMENT, MetricInputs, MetricSpec, MetricUndefined
+from nsbench.audio.blocks import float64_blocks, spans
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import ENHANCEMENT, MetricInputs, MetricSpec, MetricUndefined
 
 # The challenge's own guard against division by zero (MDX 2021 starter kit's
 # ``new_sdr``), added to both sums; negligible on any audible stem.
@@ -51,7 +51,7 @@ def mdx_sdr(estimate: np.ndarray, reference: np.ndarray) -> float:
     ``10 log10((sum s^2 + delta) / (sum (s - s_hat)^2 + delta))`` with
     delta = 1e-7 (Solovyev et al. 2023; MDX 2021). Raises MetricUndefined when
     the reference is all zeros, and ValueError on a length mismatch or
-    non-finite samples. Summed over float64 blocks (nsbench.blocks): bounded
+    non-finite samples. Summed over float64 blocks (nsbench.audio.blocks): bounded
     memory on an hour, and the whole-array sums on a clip of up to a block.
     """
     est = np.asarray(estimate).ravel()

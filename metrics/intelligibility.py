@@ -57,11 +57,11 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.audio import non_finite
+from nsbench.audio.files import non_finite
 from nsbench.builtin.metrics.octave_resample import resample_oct
-from nsbench.hookspecs import hookimpl
-from nsbench.reference import Features, ReferenceAudio
-from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.store.reference import Features, ReferenceAudio
+from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
 
 PYSTOI_VERSION = "0.4.1"  # the version whose steps these are, and the tests compare against
 

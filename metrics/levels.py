@@ -18,10 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.blocks import BLOCK_SAMPLES, spans
-from nsbench.hookspecs import hookimpl
-from nsbench.reference import Features, ReferenceAudio
-from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.audio.blocks import BLOCK_SAMPLES, spans
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.store.reference import Features, ReferenceAudio
+from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
 
 SEGMENT_SECONDS = 0.020
 # "More than 40 dB below the loudest segment" is voice-silent; exactly 40 dB is active.
@@ -90,7 +90,7 @@ def _clamped_db(numerator: float, denominator: float) -> float:
 
 def clean_segments(audio: ReferenceAudio) -> Features:
     """What voice level and music attenuation take from the clean voice and the
-    input alone, once per clip for every engine (nsbench.reference): the
+    input alone, once per clip for every engine (nsbench.store.reference): the
     voice-active segments, the clean voice's energy in them, and the input's
     energy in the others."""
     _check_lengths(audio.noisy, audio.clean)

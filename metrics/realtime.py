@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from nsbench.hookspecs import hookimpl
-from nsbench.types import ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined
 
 
 def real_time_factor(seconds: float, duration: float) -> float:

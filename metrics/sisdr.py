@@ -28,13 +28,13 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.blocks import arrays_equal
-from nsbench.hookspecs import hookimpl
-from nsbench.reference import Features, ReferenceAudio
+from nsbench.audio.blocks import arrays_equal
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.store.reference import Features, ReferenceAudio
 # The maths live in the core, shared with the output checks; imported here
 # under their old names, which tests and plugins use.
-from nsbench.sdr import CLAMP_DB, reference_energy, si_sdr, snr  # noqa: F401
-from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.audio.sdr import CLAMP_DB, reference_energy, si_sdr, snr  # noqa: F401
+from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
 
 INPUT_IS_CLEAN = "input equals the clean reference: no improvement to measure"
 
@@ -43,7 +43,7 @@ INPUT_IS_CLEAN = "input equals the clean reference: no improvement to measure"
 
 
 def clean_energy(audio: ReferenceAudio, zero_mean: bool) -> Features:
-    """Shared by every engine of a run (nsbench.reference)."""
+    """Shared by every engine of a run (nsbench.store.reference)."""
     return reference_energy(audio.clean, zero_mean)
 
 

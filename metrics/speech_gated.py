@@ -44,7 +44,7 @@ or, for the voice level, when the input's speech frames are no louder than
 its pauses.
 
 The detector runs on the input only, once per clip for every engine
-(``inputs.feature``, nsbench.reference): the engines are judged on the same
+(``inputs.feature``, nsbench.store.reference): the engines are judged on the same
 frames. Frames are mapped back to the clip's own rate, where the powers are
 taken.
 """
@@ -57,11 +57,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.audio import resample
-from nsbench.hookspecs import hookimpl
+from nsbench.audio.files import resample
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.model_files import package_file, verified
-from nsbench.reference import Features, ReferenceAudio
-from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.store.reference import Features, ReferenceAudio
+from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
 
 SILERO_VERSION = "6.2.3"
 INSTALL = f"pip install onnxruntime==1.32.0 && pip install --no-deps silero-vad=={SILERO_VERSION}"
@@ -146,7 +146,7 @@ def chunk_bounds(count: int, sample_rate: int, length: int) -> np.ndarray:
 
 def speech_frames(audio: ReferenceAudio) -> Features:
     """What the gated levels take from the input alone, once per clip for every
-    engine (nsbench.reference): the detector's probabilities, the masks, the
+    engine (nsbench.store.reference): the detector's probabilities, the masks, the
     chunk bounds at the clip's rate, and the input's energy in each chunk."""
     noisy = np.asarray(audio.noisy)
     probabilities = speech_probabilities(resample(noisy.astype(np.float32), audio.sample_rate, VAD_RATE))

@@ -23,9 +23,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench import recognition
-from nsbench.cache import cache_root, file_digest, json_text
-from nsbench.hookspecs import hookimpl
-from nsbench.types import MetricInputs, MetricSpec, RecogniserSpec, UserError
+from nsbench.store.cache import cache_root, file_digest, json_text
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import MetricInputs, MetricSpec, RecogniserSpec, UserError
 
 DEFAULT_RECOGNISER = "pocketsphinx"
 POCKETSPHINX_VERSION = "5.1.1"

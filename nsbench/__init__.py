@@ -8,10 +8,10 @@ numpy and pluggy, never an engine's package.
 """
 from __future__ import annotations
 
-from nsbench.conditions import ConditionSpec
-from nsbench.hookspecs import hookimpl
-from nsbench.reference import ReferenceAudio
-from nsbench.types import (
+from nsbench.run.conditions import ConditionSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.store.reference import ReferenceAudio
+from nsbench.plugins.types import (
     MEASURED,
     Clip,
     ClipError,

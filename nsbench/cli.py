@@ -18,23 +18,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from nsbench import cache, conditions, coverage, failures, malloc_tuning, no_reference, provenance, streaming
-from nsbench.config import RunConfig
-from nsbench.results import ResultsWriter
-from nsbench.results import add_arguments as add_report_arguments
-from nsbench.interrupts import Interrupted, as_interrupted, deferred, signals_interrupt
-from nsbench.plugins import get_plugin_manager
-from nsbench.progress import engine_progress, say
-from nsbench.registry import Registered, Registry, build_registry
-from nsbench.report import engine_result, file_stem
-from nsbench.executors import executor_for
-from nsbench.runner import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, Executor, run_engine
-from nsbench.summary import alignment_summary, baselines_of, summarise
-from nsbench.terminal_summary import run_notes_lines, summary_text
+from nsbench.store import cache
+
+from nsbench.run import conditions, malloc_tuning, no_reference, streaming
+
+from nsbench.report import coverage, failures, provenance
+from nsbench.run.config import RunConfig
+from nsbench.report.writer import ResultsWriter
+from nsbench.report.writer import add_arguments as add_report_arguments
+from nsbench.run.interrupts import Interrupted, as_interrupted, deferred, signals_interrupt
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.run.progress import engine_progress, say
+from nsbench.plugins.registry import Registered, Registry, build_registry
+from nsbench.report.tables import engine_result, file_stem
+from nsbench.run.executors import executor_for
+from nsbench.run.runner import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, Executor, run_engine
+from nsbench.report.summary import alignment_summary, baselines_of, summarise
+from nsbench.report.terminal import run_notes_lines, summary_text
 from nsbench.text import fit_rows
-from nsbench.metric_options import bind_options, metric_provenance
+from nsbench.plugins.metric_options import bind_options, metric_provenance
 from nsbench.model_files import ModelFileMismatch
-from nsbench.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
+from nsbench.plugins.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
 
 LIST_CHOICES = ("engines", "datasets", "metrics", "conditions", "recognisers", "plugins", "cache")
 EXIT_USER_ERROR = 2
@@ -115,7 +119,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    malloc_tuning.keep_freed_memory()  # before any worker forks (nsbench.malloc_tuning says why)
+    malloc_tuning.keep_freed_memory()  # before any worker forks (nsbench.run.malloc_tuning says why)
     with signals_interrupt():
         try:
             return run_cli(argv)
@@ -131,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_cli(argv: list[str]) -> int:
     if argv[:1] == ["new-plugin"]:  # a command; anything else is the benchmark's flags
-        from nsbench.scaffold import new_plugin
+        from nsbench.plugins.scaffold import new_plugin
 
         return new_plugin(argv[1:])
     if argv[:1] == ["listen"]:  # a blind listening test from a results folder (nsbench.listen)
@@ -169,7 +173,7 @@ class RunSettings:
     writer: ResultsWriter
     cache: cache.Cache | None
     shared: dict[str, Any]  # in every <engine>.json: the dataset's description, the provenance
-    executor: Executor | None = None  # how clips run (nsbench.executors.executor_for); None: here
+    executor: Executor | None = None  # how clips run (nsbench.run.executors.executor_for); None: here
     warned: set[str] = field(default_factory=set)  # cache warnings already printed
     # With a cache: each metric's digest (name, version, code), the same for every engine.
     metric_identities: dict[str, str] = field(default_factory=dict)
@@ -239,7 +243,7 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     identities = metric_identities(metrics, registry, metric_options)
     if run_cache:
         settings.metric_identities = identities
-    # The report covers the folder's earlier results made on the same (nsbench.coverage).
+    # The report covers the folder's earlier results made on the same (nsbench.report.coverage).
     writer.identity = shared["run_identity"] = coverage.run_identity(
         dataset.name, shared["dataset_description"], [source.clip_id for source in sources], identities, names,
         config.block_size, config.block_ms)
@@ -570,7 +574,7 @@ def baseline_names(registry: Registry) -> list[str]:
 def select_metrics(names: list[str], registry: Registry, sources: Sequence[ClipSource] = ()) -> list[MetricSpec]:
     if names:
         return [registry.metrics.require_available(name).spec for name in names]
-    # Without references the no-reference panel runs by default (nsbench.no_reference).
+    # Without references the no-reference panel runs by default (nsbench.run.no_reference).
     return no_reference.default_metrics([r.spec for r in registry.metrics if r.available], sources)
 
 
@@ -604,7 +608,7 @@ def list_width() -> int | None:
 def list_text(what: str, registry: Registry, manager, width: int | None = None) -> str:
     """The ``--list`` table; with ``width``, cells cut to fit it (a line then says so)."""
     if what == "plugins":
-        from nsbench.plugins import plugin_origin
+        from nsbench.plugins.manager import plugin_origin
 
         rows = [("plugin", "origin", "version")]
         for plugin in manager.get_plugins():

@@ -19,8 +19,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import soundfile
 
-from nsbench.audio import load_pair
-from nsbench.types import ClipSource, UserError
+from nsbench.audio.files import load_pair
+from nsbench.plugins.types import ClipSource, UserError
 
 # libsndfile's SFC_SET_ADD_PEAK_CHUNK (sndfile.h). A float WAV otherwise carries a
 # PEAK chunk stamped with the time of writing: the same seed would not give the

@@ -17,7 +17,7 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-from nsbench.types import UserError
+from nsbench.plugins.types import UserError
 
 
 class ModelFileMismatch(UserError):

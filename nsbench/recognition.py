@@ -22,9 +22,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.audio import resample
-from nsbench.cache import digest
-from nsbench.types import Clip, ClipError, MetricUndefined, Recogniser, RecogniserSpec
+from nsbench.audio.files import resample
+from nsbench.store.cache import digest
+from nsbench.plugins.types import Clip, ClipError, MetricUndefined, Recogniser, RecogniserSpec
 
 TRANSCRIPTS_FOLDER = "transcripts"  # under the cache root
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from nsbench.text import plural
-from nsbench.types import (
+from nsbench.plugins.types import (
     MEASURED,
     Clip,
     ClipSource,
@@ -44,7 +44,7 @@ INPUT_SNR_DB = 10.0
 # (WebRTC's high-pass) moves the cross-correlation peak by a few samples,
 # while a wrong delay is off by a frame or more (2.5 ms and up).
 DELAY_TOLERANCE_SECONDS = 0.0005
-# A measured lag is sought within this window (nsbench.alignment's).
+# A measured lag is sought within this window (nsbench.audio.alignment's).
 MAX_LAG_SECONDS = 0.1
 
 
@@ -131,8 +131,8 @@ def check_engine(spec_or_name: EngineSpec | str, options: Mapping[str, Any] | No
 def _engine_spec(spec_or_name: EngineSpec | str) -> EngineSpec:
     if isinstance(spec_or_name, EngineSpec):
         return spec_or_name
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
 
     return build_registry(get_plugin_manager()).engines.require_available(spec_or_name).spec
 
@@ -166,7 +166,7 @@ def _run_alone(engine: Any, spec: EngineSpec, clip: Clip, delay: int, findings: 
 
 
 def _check_delay(outputs: Sequence[np.ndarray], clips: Sequence[Clip], delay: int, rate: int, findings: Findings) -> None:
-    from nsbench.alignment import estimate_lag
+    from nsbench.audio.alignment import estimate_lag
 
     max_lag = int(MAX_LAG_SECONDS * rate)
     lags = [estimate_lag(output[: len(clip.clean)], clip.clean, max_lag) for output, clip in zip(outputs, clips)]
@@ -205,7 +205,7 @@ def _check_repeatable(engine: Any, spec: EngineSpec, options: Mapping[str, Any],
 
 def _check_in_run_loop(spec: EngineSpec, options: Mapping[str, Any], findings: Findings) -> None:
     """Through nsbench's run loop: every clip runs, and every engine built is closed."""
-    from nsbench.runner import run_engine
+    from nsbench.run.runner import run_engine
 
     built, closed = [], []
 
@@ -331,7 +331,7 @@ def without_reference(spec: MetricSpec, findings: Findings) -> None:
 
 
 def _registry():
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
 
     return build_registry(get_plugin_manager())

@@ -32,7 +32,7 @@ def private_run_cache(private_cache: Path, tmp_path_factory: pytest.TempPathFact
     """Each test starts with an empty cache of engine outputs and scores (the
     demo set and remixes stay shared): a test never gets another's results.
     Subprocesses see the same, through the symbolic link."""
-    from nsbench.cache import RUNS_FOLDER
+    from nsbench.store.cache import RUNS_FOLDER
 
     folder = tmp_path_factory.mktemp("run-cache")
     link = private_cache / RUNS_FOLDER
@@ -92,7 +92,7 @@ def tone_and_noise(seed: int, seconds: float = 2.0, rate: int = 16000) -> tuple[
 def add_plugin_to_the_cli(monkeypatch, plugin: object) -> None:
     """Every plugin manager the CLI builds during this test also holds ``plugin``."""
     import nsbench.cli
-    from nsbench import plugins
+    from nsbench.plugins import manager as plugins
 
     original = plugins.get_plugin_manager
 

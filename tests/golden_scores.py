@@ -117,10 +117,10 @@ def compute(clip_indices: tuple[int, ...] = CLIP_INDICES, skipped_metrics: tuple
     (and the timing metrics)."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
-    from nsbench.runner import run_engine
-    from nsbench.types import ENHANCEMENT
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
+    from nsbench.run.runner import run_engine
+    from nsbench.plugins.types import ENHANCEMENT
 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
     sources = registry.datasets.get(DATASET).spec.clips(DATASET_OPTIONS)

@@ -1,5 +1,5 @@
 """The no-reference panel's agreement with the intrusive metrics
-(nsbench.agreement): Spearman against scipy.stats.spearmanr, the pairing,
+(nsbench.report.agreement): Spearman against scipy.stats.spearmanr, the pairing,
 orientation, oracles and sign disagreements on hand-made records, and the
 section in report.md, report.html and agreement.json of a real run."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from nsbench import agreement
-from nsbench.types import ClipRecord, MetricSpec
+from nsbench.report import agreement
+from nsbench.plugins.types import ClipRecord, MetricSpec
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

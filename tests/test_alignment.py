@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nsbench.alignment import estimate_lag
+from nsbench.audio.alignment import estimate_lag
 
 from conftest import tone_and_noise
 
@@ -39,7 +39,7 @@ def test_next_fast_len_gives_scipys_real_transform_sizes():
     own next_fast_len: the 5-smooth sizes scipy.fft.next_fast_len(real=True) gives."""
     from scipy.fft import next_fast_len as scipy_next_fast_len
 
-    from nsbench.alignment import next_fast_len
+    from nsbench.audio.alignment import next_fast_len
 
     targets = [*range(1, 3000), 64001, 161601, 480000, 480001]
     assert [next_fast_len(n) for n in targets] == [scipy_next_fast_len(n, real=True) for n in targets]

@@ -1,5 +1,5 @@
 """Cache keys follow all the code a cached value depends on, found from the
-modules' imports: the output checks use the SI-SDR maths (nsbench/sdr.py),
+modules' imports: the output checks use the SI-SDR maths (nsbench/audio/sdr.py),
 so a change there must recompute the flags, not serve them from the cache."""
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
-from nsbench import cache, checks
-from nsbench.builtin.engines.passthrough import build as build_passthrough
-from nsbench.runner import run_engine
-from nsbench.types import Clip, ClipSource, EngineSpec
+from nsbench.store import cache
 
-NSBENCH = Path(cache.__file__).parent
+from nsbench.run import checks
+from nsbench.builtin.engines.passthrough import build as build_passthrough
+from nsbench.run.runner import run_engine
+from nsbench.plugins.types import Clip, ClipSource, EngineSpec
+
+NSBENCH = Path(cache.__file__).parents[1]
 
 
 def noisy_source() -> ClipSource:
@@ -32,23 +34,23 @@ def run_cached(root: Path):
 
 
 def test_the_checks_key_covers_every_module_they_import():
-    files = {Path(path).relative_to(NSBENCH).as_posix() for path in cache.code_files("nsbench.checks")}
-    assert {"checks.py", "sdr.py", "alignment.py", "blocks.py"} <= files
+    files = {Path(path).relative_to(NSBENCH).as_posix() for path in cache.code_files("nsbench.run.checks")}
+    assert {"run/checks.py", "audio/sdr.py", "audio/alignment.py", "audio/blocks.py"} <= files
 
 
 def test_the_si_sdr_metrics_key_covers_the_core_maths():
     from nsbench.builtin.metrics import sisdr
 
-    assert str(NSBENCH / "sdr.py") in cache.code_files(sisdr.__name__)
+    assert str(NSBENCH / "audio" / "sdr.py") in cache.code_files(sisdr.__name__)
 
 
 def test_a_change_to_the_si_sdr_code_recomputes_the_cached_flags(tmp_path, monkeypatch):
     first = run_cached(tmp_path)
     assert "identical_to_input" in first.flags and not first.from_cache
-    # "Edit" nsbench/sdr.py: its contents now hash differently, and the
+    # "Edit" nsbench/audio/sdr.py: its contents now hash differently, and the
     # function the checks call behaves differently (every output now looks
     # far from its input). The file itself is left alone: tests run in parallel.
-    sdr_file = str(NSBENCH / "sdr.py")
+    sdr_file = str(NSBENCH / "audio" / "sdr.py")
     real_digest = cache.file_digest
     monkeypatch.setattr(cache, "file_digest", lambda path: "edited" if str(path) == sdr_file else real_digest(path))
     monkeypatch.setattr(checks, "si_sdr", lambda estimate, reference: -10.0)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.report import TABLE_COLUMNS, fmt, fmt_value
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.report.tables import TABLE_COLUMNS, fmt, fmt_value
 
 from conftest import REPO_ROOT, add_plugin_to_the_cli, make_folder_dataset, tone_and_noise, write_wav
 
@@ -217,7 +217,7 @@ class FlagPlugin:
 
     @hookimpl
     def register_datasets(self, register):
-        from nsbench.types import Clip, ClipSource, DatasetSpec
+        from nsbench.plugins.types import Clip, ClipSource, DatasetSpec
 
         def clips(options):
             made = []
@@ -242,7 +242,7 @@ class SeededPlugin:
     @hookimpl
     def register_engines(self, register):
         from nsbench.builtin.engines.passthrough import Passthrough
-        from nsbench.types import EngineSpec
+        from nsbench.plugins.types import EngineSpec
 
         class Dithering(Passthrough):
             def __init__(self, seed):

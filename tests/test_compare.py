@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from nsbench.cli import main
-from nsbench.compare import EXIT_REGRESSION, compare_results, parse_tolerances
-from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec, UserError
+from nsbench.report.compare import EXIT_REGRESSION, compare_results, parse_tolerances
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import EngineSpec, UserError
 
 from conftest import add_plugin_to_the_cli
 from conftest import make_folder_dataset

@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from nsbench.alignment import estimate_lag
+from nsbench.audio.alignment import estimate_lag
 from nsbench.builtin.conditions import codecs, processing
 from nsbench.cli import main
-from nsbench.conditions import ConditionSpec, apply_steps, conditioned, conditioned_sources, resolve
-from nsbench.hookspecs import hookimpl
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
-from nsbench.types import Clip, ClipSource, UserError
+from nsbench.run.conditions import ConditionSpec, apply_steps, conditioned, conditioned_sources, resolve
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
+from nsbench.plugins.types import Clip, ClipSource, UserError
 
 from conftest import add_plugin_to_the_cli, make_folder_dataset
 

@@ -19,8 +19,8 @@ pytest.importorskip("distributed")
 PLUGIN = textwrap.dedent(
     """
     import os
-    from nsbench.hookspecs import hookimpl
-    from nsbench.types import EngineSpec
+    from nsbench.plugins.hookspecs import hookimpl
+    from nsbench.plugins.types import EngineSpec
 
     class Quieter:
         sample_rate, delay = 16000, 0

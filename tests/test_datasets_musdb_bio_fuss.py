@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 import soundfile
 
-from nsbench.audio import read_audio
+from nsbench.audio.files import read_audio
 from nsbench.builtin.datasets import biodenoising, fuss, musdb
 from nsbench.builtin.metrics import demixing, fuss_sisnr
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.types import MetricInputs, MetricUndefined, UserError
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import MetricInputs, MetricUndefined, UserError
 
 from conftest import add_plugin_to_the_cli
 
@@ -452,7 +452,7 @@ class OracleSeededPlugin:
 
     @hookimpl
     def register_engines(self, register):
-        from nsbench.types import EngineSpec
+        from nsbench.plugins.types import EngineSpec
 
         class Halving:
             sample_rate, delay = 16000, 0

@@ -11,10 +11,10 @@ import pytest
 
 from engine_checks import assert_improves_and_aligned, run_builtin, stationary_sources
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
-from nsbench.types import UserError
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
+from nsbench.plugins.types import UserError
 
 gtcrn = importlib.import_module("nsbench.builtin.engines.gtcrn")
 

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 from engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
-from nsbench.alignment import estimate_lag
+from nsbench.audio.alignment import estimate_lag
 from nsbench.builtin.engines import koala
 from nsbench.builtin.engines.speex_ns import SpeexNoiseSuppression
 from nsbench.cli import main
-from nsbench.frames import from_int16, process_in_frames, to_int16
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
-from nsbench.types import ClipError, UserError
+from nsbench.audio.frames import from_int16, process_in_frames, to_int16
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
+from nsbench.plugins.types import ClipError, UserError
 
 REAL_ENGINES = ("noisereduce", "webrtc", "speex", "nsnet2")
 ORACLES = ("oracle-irm", "oracle-ibm")
@@ -118,7 +118,7 @@ def test_int16_conversion_rounds_and_clips():
 
 
 def test_int16_conversion_of_a_long_clip_goes_by_blocks_with_the_same_result():
-    from nsbench.blocks import BLOCK_SAMPLES
+    from nsbench.audio.blocks import BLOCK_SAMPLES
 
     audio = (1.2 * np.random.default_rng(0).uniform(-1, 1, 2 * BLOCK_SAMPLES + 123)).astype(np.float32)
     whole = np.clip(np.round(audio.astype(np.float64) * 32768), -32768, 32767).astype(np.int16)

@@ -12,9 +12,9 @@ import numpy as np
 import psutil
 import pytest
 
-from nsbench.audio import resample
+from nsbench.audio.files import resample
 from nsbench.builtin.engines import deepfilternet, rnnoise
-from nsbench.types import ClipSource, UserError
+from nsbench.plugins.types import ClipSource, UserError
 
 from conftest import REPO_ROOT
 from engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
@@ -276,8 +276,8 @@ def test_the_served_program_takes_blocks_of_any_size(stationary):
 
 
 def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a_fresh_one(tmp_path, stationary):
-    from nsbench.runner import run_engine
-    from nsbench.types import MEASURED, EngineSpec
+    from nsbench.run.runner import run_engine
+    from nsbench.plugins.types import MEASURED, EngineSpec
 
     argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "died-once")]
     spec = EngineSpec(
@@ -303,8 +303,8 @@ def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a
 
 def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stationary):
     from nsbench.builtin.metrics import sisdr
-    from nsbench.runner import run_engine
-    from nsbench.types import MEASURED, EngineSpec
+    from nsbench.run.runner import run_engine
+    from nsbench.plugins.types import MEASURED, EngineSpec
 
     argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "hung-once"), "hang"]
     spec = EngineSpec(

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from nsbench.audio import resample
+from nsbench.audio.files import resample
 from nsbench.builtin.metrics.sisdr import si_sdr
 from nsbench.cli import main
 
@@ -258,7 +258,7 @@ def runs(tmp_path_factory):
 
 
 def test_the_run_finishes_and_counts_exactly_the_failures(runs):
-    # Every result is written, then the run exits 4: some clips failed (nsbench.failures).
+    # Every result is written, then the run exits 4: some clips failed (nsbench.report.failures).
     assert runs["codes"] == (0, 4)
     failed = [(name, outcome[1]) for name, outcome in sorted(runs["expected"].items()) if outcome[0] == "failed"]
     for engine in ENGINES:

@@ -33,9 +33,9 @@ import pytest
 from nsbench.builtin.engines.passthrough import Passthrough
 from nsbench.builtin.metrics.sisdr import si_sdr
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.runner import run_engine
-from nsbench.types import EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.run.runner import run_engine
+from nsbench.plugins.types import EngineSpec
 
 from conftest import add_plugin_to_the_cli, tone_and_noise, write_wav
 from engine_checks import run_builtin, stationary_sources

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from nsbench.report import file_stem
+from nsbench.report.tables import file_stem
 
 from conftest import REPO_ROOT, tone_and_noise, write_wav
 
@@ -28,8 +28,8 @@ CLIPS = 8
 SLOW_PLUGIN = '''
 import time
 
-from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import EngineSpec
 
 
 class Slow:

@@ -7,7 +7,7 @@ The fixture is a FUSS layout (``<split>_example_list.txt``, tab-separated,
 mixture first) whose clips have 1 to 4 active sources, one listing a silent
 source, and an engine whose fourth output is silent, so clips score different
 numbers of pairs. The pooled figures are computed here from the per-example
-scores, by the official rule written out, never through nsbench.summary.
+scores, by the official rule written out, never through nsbench.report.summary.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ import soundfile
 from nsbench.builtin.datasets import fuss
 from nsbench.builtin.metrics import fuss_sisnr
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import EngineSpec
 
 from conftest import add_plugin_to_the_cli
 

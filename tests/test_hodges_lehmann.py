@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from nsbench import signed_rank
-from nsbench.summary import paired_difference
+from nsbench.report import signed_rank
+from nsbench.report.summary import paired_difference
 
 
 def brute_hodges_lehmann(d):

@@ -16,7 +16,7 @@ import pytest
 import soundfile
 
 from nsbench.cli import main
-from nsbench.report import TABLE_COLUMNS, fmt
+from nsbench.report.tables import TABLE_COLUMNS, fmt
 
 from conftest import make_folder_dataset
 from test_cli import EXAMPLE_PLUGIN

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nsbench.cli import LIST_CHOICES, list_text, main
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
 from nsbench.text import ELLIPSIS, fit_rows
 
 KINDS = [kind for kind in LIST_CHOICES if kind != "cache"]  # cache lists folders, not a table

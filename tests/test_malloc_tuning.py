@@ -1,4 +1,4 @@
-"""nsbench.malloc_tuning: freed blocks stay in the process, so a second clip's
+"""nsbench.run.malloc_tuning: freed blocks stay in the process, so a second clip's
 temporaries do not page-fault afresh. Measured in fresh processes, with the
 kernel's count of page faults."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 CODE = """
 import resource, sys
 import numpy as np
-from nsbench import malloc_tuning
+from nsbench.run import malloc_tuning
 tuned = malloc_tuning.keep_freed_memory() if sys.argv[1] == "tuned" else False
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -13,8 +13,8 @@ import numpy as np
 import pluggy
 import pytest
 
-from nsbench import hookspecs
-from nsbench.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins import hookspecs
+from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
 
 sisdr = importlib.import_module("nsbench.builtin.metrics.sisdr")
 intelligibility = importlib.import_module("nsbench.builtin.metrics.intelligibility")

@@ -14,10 +14,10 @@ from importlib import metadata
 import numpy as np
 import pytest
 
-from nsbench.hookspecs import hookimpl
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
-from nsbench.types import MetricInputs, MetricUndefined, UserError
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
+from nsbench.plugins.types import MetricInputs, MetricUndefined, UserError
 
 from conftest import REPO_ROOT
 

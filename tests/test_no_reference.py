@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import soundfile
 
-from nsbench import checks, no_reference
-from nsbench.audio import read_audio
+from nsbench.run import checks, no_reference
+from nsbench.audio.files import read_audio
 from nsbench.cli import main
-from nsbench.types import Clip, ClipSource, MetricSpec
+from nsbench.plugins.types import Clip, ClipSource, MetricSpec
 
 DEMO_AUDIO = Path(__file__).resolve().parents[1] / "datasets" / "demo_audio"
 RATE = 16000
@@ -141,8 +141,8 @@ def test_an_oracle_named_on_a_set_without_references_fails_each_clip_with_one_re
 
 def test_default_engines_leave_the_oracles_out_without_any_reference(capsys):
     from nsbench.cli import select_engines
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
 
     registry = build_registry(get_plugin_manager())
     without = [ClipSource("a", load=lambda: None, has_reference=False)]
@@ -184,22 +184,22 @@ def test_the_checks_judge_identity_and_silence_against_the_input():
 
 
 def test_a_metric_that_needs_the_reference_is_skipped_not_failed_on_such_a_clip():
-    from nsbench.runner import score_one
+    from nsbench.run.runner import score_one
 
     clip = clip_without_reference(np.ones(RATE))
     reads_clean = spec("reads_clean", True, True)
     assert score_one(reads_clean, clip, None) == {}
     judges_output = MetricSpec(name="level", func=lambda inputs: float(np.sum(inputs.output**2)), unit="",
                                higher_is_better=True, description="", ignores="", needs_reference=False)
-    from nsbench.types import MetricInputs
+    from nsbench.plugins.types import MetricInputs
 
     inputs = MetricInputs(output=np.ones(4, dtype=np.float32), clean=None, noisy=np.ones(4, dtype=np.float32), sample_rate=RATE)
     assert score_one(judges_output, clip, inputs) == {"values": {"level": 4.0}}
 
 
 def test_the_shipped_no_reference_metrics_say_so():
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
 
     registry = build_registry(get_plugin_manager())
     needing = {record.spec.name: record.spec.needs_reference for record in registry.metrics}

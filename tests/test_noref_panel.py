@@ -16,10 +16,10 @@ import soundfile
 from conftest import REPO_ROOT, SHARED_AUDIO, write_wav
 from nsbench import model_files
 from nsbench.cli import main
-from nsbench.plugins import get_plugin_manager
-from nsbench.reference import ReferenceAudio
-from nsbench.registry import build_registry
-from nsbench.types import MetricInputs, MetricUndefined
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.store.reference import ReferenceAudio
+from nsbench.plugins.registry import build_registry
+from nsbench.plugins.types import MetricInputs, MetricUndefined
 
 dnsmos = importlib.import_module("nsbench.builtin.metrics.dnsmos")
 gated = importlib.import_module("nsbench.builtin.metrics.speech_gated")
@@ -332,8 +332,8 @@ MIN_CLIPS = 10
 @pytest.fixture(scope="module")
 def agreement(demo_sources):
     skip_without_silero()
-    from nsbench.metric_options import bind_options
-    from nsbench.runner import run_engine
+    from nsbench.plugins.metric_options import bind_options
+    from nsbench.run.runner import run_engine
 
     reg = registry()
     names = ("voice_level_db", "music_attenuation_db", "vad_voice_level_db", "vad_attenuation_db")

@@ -2,7 +2,7 @@
 computed here the official way on a fixture in the published layout (FUSS has
 its own file, test_fuss_pooling.py). The per-clip metric formulas are written
 out here too, from the sources each adapter's docstring cites; nothing goes
-through nsbench.summary.
+through nsbench.report.summary.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import soundfile
 import soxr
 
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import EngineSpec
 
 from conftest import add_plugin_to_the_cli, make_folder_dataset
 from test_datasets_dns_voicebank import NOISY_NAMES, make_dns, make_voicebank

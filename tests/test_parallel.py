@@ -8,13 +8,13 @@ import os
 import numpy as np
 import pytest
 
-from nsbench.audio import load_pair
-from nsbench.types import ClipSource
+from nsbench.audio.files import load_pair
+from nsbench.plugins.types import ClipSource
 
 from nsbench.builtin.engines.passthrough import Passthrough
 from nsbench.cli import main
-from nsbench.executors import ProcessPool
-from nsbench.runner import run_engine
+from nsbench.run.executors import ProcessPool
+from nsbench.run.runner import run_engine
 
 from conftest import make_folder_dataset, tone_and_noise, write_wav
 from test_runner import engine_spec, in_memory_source, metrics
@@ -104,8 +104,8 @@ def test_clips_that_cannot_be_sent_to_workers_run_serially_and_say_so():
 
 BUILD_AHEAD_PLUGIN = '''
 import os, time
-from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import EngineSpec
 
 def log(*words):
     with open(os.environ["BUILD_LOG"], "a") as handle:
@@ -172,8 +172,8 @@ def test_the_next_engine_is_built_while_this_ones_clips_run(tmp_path, monkeypatc
 BLAS_PLUGIN = '''
 import os
 from threadpoolctl import threadpool_info
-from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import EngineSpec
 
 class Counting:
     """Logs the BLAS threads its process may use, per clip."""

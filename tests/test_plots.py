@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 
-from nsbench.plots import by_snr, gain_figure, rtf_figure, snr_figure, write_plots
+from nsbench.report.plots import by_snr, gain_figure, rtf_figure, snr_figure, write_plots
 
 DEFINITIONS = {"si_sdri": {"unit": "dB", "higher_is_better": True}}
 

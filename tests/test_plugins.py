@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from nsbench import hookspecs
+from nsbench.plugins import hookspecs
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
-from nsbench.types import EngineSpec, UserError
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
+from nsbench.plugins.types import EngineSpec, UserError
 
 from conftest import REPO_ROOT
 
@@ -54,7 +54,7 @@ def test_misspelled_hook_fails_loudly(tmp_path):
     plugin.write_text(
         textwrap.dedent(
             """
-            from nsbench.hookspecs import hookimpl
+            from nsbench.plugins.hookspecs import hookimpl
 
             @hookimpl
             def register_engine(register):  # missing the final s
@@ -89,8 +89,8 @@ def make_distribution(root: Path) -> None:
     (package / "__init__.py").write_text(
         textwrap.dedent(
             """
-            from nsbench.hookspecs import hookimpl
-            from nsbench.types import EngineSpec
+            from nsbench.plugins.hookspecs import hookimpl
+            from nsbench.plugins.types import EngineSpec
             from nsbench.builtin.engines.passthrough import Passthrough
 
             @hookimpl

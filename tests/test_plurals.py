@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nsbench.audio import full_scale_note, non_finite
+from nsbench.audio.files import full_scale_note, non_finite
 from nsbench.builtin.datasets import folder, voicebank
-from nsbench.compare import comparison_summary
+from nsbench.report.compare import comparison_summary
 from nsbench.text import plural
-from nsbench.types import UserError
+from nsbench.plugins.types import UserError
 
 from conftest import make_folder_dataset, write_wav
 

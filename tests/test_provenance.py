@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from nsbench.provenance import collect, redacted
+from nsbench.report.provenance import collect, redacted
 
 
 def test_secrets_on_the_command_line_are_masked():

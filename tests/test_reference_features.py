@@ -1,4 +1,4 @@
-"""Reference-side features (nsbench.reference) are computed once per clip for
+"""Reference-side features (nsbench.store.reference) are computed once per clip for
 every engine of a run: counted here by wrapping the real feature functions."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import importlib
 
 import pytest
 
-from nsbench import reference
-from nsbench.cache import Cache
-from nsbench.runner import run_engine
-from nsbench.types import MetricInputs
+from nsbench.store import reference
+from nsbench.store.cache import Cache
+from nsbench.run.runner import run_engine
+from nsbench.plugins.types import MetricInputs
 
 intelligibility = importlib.import_module("nsbench.builtin.metrics.intelligibility")
 levels = importlib.import_module("nsbench.builtin.metrics.levels")
@@ -45,8 +45,8 @@ def specs(registry_kind, names) -> list:
 
 @pytest.fixture(scope="module")
 def registry():
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
 
     return build_registry(get_plugin_manager(load_entry_points=False))
 
@@ -58,7 +58,7 @@ def clips(demo_sources):
 
 def run_all(registry, clips, cache=None, run_name=""):
     """Each engine's outcomes; with a cache, under an identity of ``run_name``."""
-    from nsbench import cache as cache_module
+    from nsbench.store import cache as cache_module
 
     outcomes = {}
     for name in ENGINES:
@@ -108,7 +108,7 @@ def test_without_a_cache_worker_pools_pass_features_to_the_next_engine(registry,
     """--no-cache with --jobs: each engine's workers are forked afresh, so the
     features come back to the parent with each clip and the next engine's
     workers inherit them. Counted in a file, as the calls happen in workers."""
-    from nsbench.executors import ProcessPool
+    from nsbench.run.executors import ProcessPool
 
     calls = tmp_path / "calls"
     original = intelligibility.clean_bands

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.types import EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.types import EngineSpec
 
 from conftest import add_plugin_to_the_cli
 
@@ -172,8 +172,8 @@ def test_align_constant_lag_removes_the_lag_and_says_so(faulty_run, tmp_path, mo
 
 def test_the_array_checks_not_exercised_by_the_engines_above():
     """barely_changed and clipped, on one hand-made clip (0 dB SNR)."""
-    from nsbench import checks
-    from nsbench.types import Clip
+    from nsbench.run import checks
+    from nsbench.plugins.types import Clip
 
     rng = np.random.default_rng(0)
     t = np.arange(16000) / 16000

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from nsbench.cli import main
-from nsbench.plots import plot_caption
+from nsbench.report.plots import plot_caption
 
 ENGINE_BLUE = "rgb(33, 102, 172)"  # html_report.heat_cell's full colour for "better"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from nsbench.html_report import checks_html
-from nsbench.report import baselines_text, cell_rows, checks_lines, summary_rows, worst_rows
+from nsbench.report.html_report import checks_html
+from nsbench.report.tables import baselines_text, cell_rows, checks_lines, summary_rows, worst_rows
 
 DEFINITIONS = {"si_sdri": {"unit": "dB", "higher_is_better": True}}
 
@@ -69,7 +69,7 @@ def test_flag_counts_are_in_words():
 
 
 def test_the_per_cell_verdicts_are_counted_in_cells():
-    from nsbench.report import baseline_rows
+    from nsbench.report.tables import baseline_rows
 
     def verdict(v):
         return {"n": 8, "mean_difference": 1.0, "hodges_lehmann": 0.9, "hl_ci95": [0.25, 1.5], "ci_method": "exact",

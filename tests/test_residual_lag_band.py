@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsbench.alignment import estimate_lag
-from nsbench.checks import residual_lag, speech_band
-from nsbench.types import Clip
+from nsbench.audio.alignment import estimate_lag
+from nsbench.run.checks import residual_lag, speech_band
+from nsbench.plugins.types import Clip
 
 RATE = 16000
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "audio" / "speech"

@@ -158,8 +158,8 @@ REGRESSING_PLUGIN = textwrap.dedent(
     """
     import os
     import numpy as np
-    from nsbench.hookspecs import hookimpl
-    from nsbench.types import EngineSpec
+    from nsbench.plugins.hookspecs import hookimpl
+    from nsbench.plugins.types import EngineSpec
 
     class Hiss:
         sample_rate, delay = 16000, 0
@@ -225,8 +225,8 @@ PID_METRIC_PLUGIN = textwrap.dedent(
     """
     import os
     import numpy as np
-    from nsbench.hookspecs import hookimpl
-    from nsbench.types import EngineSpec, MetricSpec
+    from nsbench.plugins.hookspecs import hookimpl
+    from nsbench.plugins.types import EngineSpec, MetricSpec
 
     def log(kind):
         with open(os.environ["PID_LOG"], "a") as file:

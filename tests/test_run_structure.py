@@ -10,21 +10,22 @@ from pathlib import Path
 import pytest
 
 import nsbench
-from nsbench import cache, results
+from nsbench.store import cache
+from nsbench.report import writer as results
 from nsbench.cli import main
-from nsbench.config import RunConfig
+from nsbench.run.config import RunConfig
 
 NSBENCH = Path(nsbench.__file__).parent
 
 
 def imports_of(module: str) -> set[str]:
-    return set(cache.imported_modules(str(NSBENCH / f"{module}.py"), f"nsbench.{module}"))
+    return set(cache.imported_modules(str(NSBENCH / "run" / f"{module}.py"), f"nsbench.run.{module}"))
 
 
 def test_the_run_loop_imports_no_execution_strategy():
-    assert not imports_of("runner") & {"nsbench.executors", "nsbench.dask_executor", "nsbench.cli"}
-    assert "nsbench.executors" not in imports_of("dask_executor")
-    assert "nsbench.runner" in imports_of("executors") and "nsbench.runner" in imports_of("dask_executor")
+    assert not imports_of("runner") & {"nsbench.run.executors", "nsbench.run.dask_executor", "nsbench.cli"}
+    assert "nsbench.run.executors" not in imports_of("dask_executor")
+    assert "nsbench.run.runner" in imports_of("executors") and "nsbench.run.runner" in imports_of("dask_executor")
 
 
 class TwoPlugins:
@@ -64,7 +65,7 @@ class TwoPlugins:
 
 def test_an_engine_receives_only_its_plugins_flags_and_the_seed(tmp_path, monkeypatch):
     import nsbench.cli
-    from nsbench import plugins
+    from nsbench.plugins import manager as plugins
 
     def with_both(local, **kwargs):
         manager = plugins.get_plugin_manager(local, **kwargs)

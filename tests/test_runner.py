@@ -6,14 +6,14 @@ import functools
 import numpy as np
 import pytest
 
-from nsbench.audio import load_pair, resample
+from nsbench.audio.files import load_pair, resample
 from nsbench.builtin.engines.passthrough import Passthrough
 from nsbench.builtin.metrics.sisdr import si_sdr
-from nsbench.hookspecs import hookimpl
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
-from nsbench.runner import run_engine
-from nsbench.types import MEASURED, Clip, ClipSource, EngineSpec, UserError
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
+from nsbench.run.runner import run_engine
+from nsbench.plugins.types import MEASURED, Clip, ClipSource, EngineSpec, UserError
 
 from conftest import tone_and_noise, write_wav
 
@@ -278,7 +278,7 @@ def test_separation_clips_take_several_outputs_at_another_rate_with_delay():
 
 
 def test_a_single_output_engine_fills_every_source_slot():
-    from nsbench.runner import separated
+    from nsbench.run.runner import separated
 
     clip = separation_source().load()
     output = clip.noisy.copy()
@@ -307,7 +307,7 @@ def test_metrics_run_with_one_blas_thread_on_every_clip():
     metric imported a module mid-run (the limit then lists libraries again)."""
     from threadpoolctl import threadpool_info
 
-    from nsbench.types import MetricSpec
+    from nsbench.plugins.types import MetricSpec
 
     def blas_threads(inputs):
         import json  # noqa: F401  (a new import changes sys.modules on the first clip)

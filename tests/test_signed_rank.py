@@ -1,4 +1,4 @@
-"""nsbench.signed_rank against scipy.stats.wilcoxon, branch by branch."""
+"""nsbench.report.signed_rank against scipy.stats.wilcoxon, branch by branch."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from nsbench.signed_rank import EXACT_MAX, FLIPS_MAX, wilcoxon_p
+from nsbench.report.signed_rank import EXACT_MAX, FLIPS_MAX, wilcoxon_p
 
 stats = pytest.importorskip("scipy.stats")
 

@@ -1,4 +1,4 @@
-"""--block-size: engines fed block by block (nsbench.streaming). Real engines
+"""--block-size: engines fed block by block (nsbench.run.streaming). Real engines
 streamed must give their whole-clip output; a stream that forgets its state is
 caught; block times, deadline misses and the non-streamable path."""
 from __future__ import annotations
@@ -14,16 +14,17 @@ import soxr
 
 from conftest import add_plugin_to_the_cli, make_folder_dataset, tone_and_noise
 from engine_checks import MAX_LAG, stationary_sources
-from nsbench import cache, streaming
-from nsbench.alignment import estimate_lag
-from nsbench.blocks import arrays_equal
+from nsbench.store import cache
+from nsbench.run import streaming
+from nsbench.audio.alignment import estimate_lag
+from nsbench.audio.blocks import arrays_equal
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
-from nsbench.runner import run_engine
-from nsbench.streaming import Blocks
-from nsbench.types import Clip, ClipSource, EngineSpec
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
+from nsbench.run.runner import run_engine
+from nsbench.run.streaming import Blocks
+from nsbench.plugins.types import Clip, ClipSource, EngineSpec
 
 BLOCK_SIZES = (128, 160, 441, 1000)
 STREAMABLE_BUILTINS = ("webrtc", "speex", "deepfilternet", "rnnoise", "gtcrn")

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nsbench.summary import bootstrap_median_ci, describe, summarise
-from nsbench.types import ClipRecord, MetricSpec
+from nsbench.report.summary import bootstrap_median_ci, describe, summarise
+from nsbench.plugins.types import ClipRecord, MetricSpec
 
 
 def metric(name: str = "si_sdri", higher: bool = True) -> MetricSpec:
@@ -81,7 +81,7 @@ def test_bootstrap_draws_resample_i_from_randomstate_i():
 
 
 def test_bootstrap_ci_of_the_mean_covers_the_true_mean_about_95_percent():
-    from nsbench.summary import bootstrap_ci
+    from nsbench.report.summary import bootstrap_ci
 
     rng = np.random.default_rng(2)
     covered = 0
@@ -102,7 +102,7 @@ def test_every_stats_block_has_its_tails_and_seeded_intervals():
 
 
 def paired(ours, theirs, higher=True):
-    from nsbench.summary import compare_with_baselines
+    from nsbench.report.summary import compare_with_baselines
 
     engine = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(ours)]
     baseline = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(theirs)]
@@ -143,7 +143,7 @@ def test_a_single_clip_has_no_confidence_interval():
 
 def test_the_reported_intervals_cover_the_true_mean_and_median_about_95_percent():
     # The intervals in the JSON and the tables come from uncertainty(), not bootstrap_ci: test those.
-    from nsbench.summary import uncertainty
+    from nsbench.report.summary import uncertainty
 
     rng = np.random.default_rng(6)
     covered = np.zeros(2)
@@ -162,7 +162,7 @@ def pooled_record(clip: str, pairs: list[float], sources: str, condition: str, s
 
 
 def test_a_pooled_metric_pools_items_within_every_cell_key_and_seeds_pool_their_items():
-    from nsbench.types import Pooling
+    from nsbench.plugins.types import Pooling
 
     pooled_metric = MetricSpec(name="pairs_metric", func=lambda inputs: 0.0, unit="dB", higher_is_better=True, description="",
                                ignores="", pooling=Pooling(items="pairs", description="pooled over pairs"))

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from tqdm import tqdm
 
-from nsbench import listening_grid
+from nsbench.report import listening_grid
 from nsbench.cli import main
-from nsbench.progress import NoProgress, PlainProgress, engine_progress
-from nsbench.report import fmt
-from nsbench.terminal_summary import summary_text
-from nsbench.types import ClipRecord
+from nsbench.run.progress import NoProgress, PlainProgress, engine_progress
+from nsbench.report.tables import fmt
+from nsbench.report.terminal import summary_text
+from nsbench.plugins.types import ClipRecord
 
 from conftest import REPO_ROOT, make_folder_dataset
 from test_cli import EXAMPLE_PLUGIN
@@ -149,7 +149,7 @@ def test_quiet_and_logged_runs_do_not_import_tqdm():
     through progress.say, which uses tqdm.write only when a bar may be drawn."""
     code = (
         "import io, sys\n"
-        "from nsbench.progress import engine_progress, say\n"
+        "from nsbench.run.progress import engine_progress, say\n"
         "engine_progress(3, 'speex', quiet=True).update()\n"
         "engine_progress(3, 'speex', quiet=False, stream=io.StringIO()).close()\n"
         "say('nsbench: a message')\n"
@@ -238,7 +238,7 @@ def test_a_row_of_spectrograms_shares_one_colour_scale(tmp_path):
     import numpy as np
     from PIL import Image
 
-    from nsbench.spectrograms import draw_row
+    from nsbench.report.spectrograms import draw_row
     from conftest import tone_and_noise
 
     clean, noise = tone_and_noise(0)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import nsbench
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
 from nsbench.testing import ConformanceError, check_dataset, check_engine, check_metric
 
 from conftest import make_folder_dataset

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from nsbench.cli import main
-from nsbench.plugins import get_plugin_manager
-from nsbench.registry import build_registry
-from nsbench.report import file_stem
-from nsbench.runner import run_engine
-from nsbench.types import UserError
+from nsbench.plugins.manager import get_plugin_manager
+from nsbench.plugins.registry import build_registry
+from nsbench.report.tables import file_stem
+from nsbench.run.runner import run_engine
+from nsbench.plugins.types import UserError
 
 from conftest import REPO_ROOT
 from test_runner import metrics, sources

@@ -18,9 +18,9 @@ import soundfile
 
 from conftest import SHARED_AUDIO, add_plugin_to_the_cli
 from nsbench.cli import main
-from nsbench.hookspecs import hookimpl
+from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import TranscriptStore, normalise_transcript, word_error_rate
-from nsbench.types import Clip, MetricUndefined, RecogniserSpec
+from nsbench.plugins.types import Clip, MetricUndefined, RecogniserSpec
 
 # CMU ARCTIC speaker aew reading the first three ARCTIC prompts (real speech, in
 # ../shared/audio): what the speaker says, as the ARCTIC prompt list writes it.
@@ -198,10 +198,10 @@ def test_on_the_demo_wer_grows_as_snr_falls_and_an_oracle_mask_lowers_it():
     """Passthrough on two clips of one noise category at -5 and 10 dB, against
     the recogniser's transcript of the clean files; the ideal ratio mask on
     the -5 dB clips."""
-    from nsbench.metric_options import bind_options
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
-    from nsbench.runner import run_engine
+    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
+    from nsbench.run.runner import run_engine
 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
     metrics, _ = bind_options([registry.metrics.get("wer").spec], {}, registry)
@@ -332,9 +332,9 @@ def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path, 
 
 
 def pocketsphinx_options() -> dict:
-    from nsbench.metric_options import bind_options
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
+    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
     return bind_options([registry.metrics.get("wer").spec], {"no_cache": True}, registry)[1]["wer"]
@@ -342,10 +342,10 @@ def pocketsphinx_options() -> dict:
 
 def test_a_silent_output_deletes_every_word(tmp_path, monkeypatch):
     """An engine returning silence: WER 1.0 against the clean transcript."""
-    from nsbench.metric_options import bind_options
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
-    from nsbench.types import MetricInputs
+    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
+    from nsbench.plugins.types import MetricInputs
 
     manager = get_plugin_manager(load_entry_points=False)
     manager.register(CountingPlugin())
@@ -361,12 +361,12 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     that returns NaN are undefined with their reasons, SI-SDR stands, the clip
     has no error; on a second run the failures are computed again (a failure
     may pass), the good score comes from the cache."""
-    from nsbench import cache
+    from nsbench.store import cache
     from nsbench.builtin.engines.passthrough import Passthrough
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
-    from nsbench.runner import run_engine
-    from nsbench.types import ClipSource, EngineSpec, MetricSpec
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
+    from nsbench.run.runner import run_engine
+    from nsbench.plugins.types import ClipSource, EngineSpec, MetricSpec
 
     calls = []
 

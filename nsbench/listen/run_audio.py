@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.types import ClipError, ClipSource, UserError
+from nsbench.plugins.types import ClipError, ClipSource, UserError
 
 Output = tuple[np.ndarray, int]
 
@@ -70,9 +70,9 @@ def reopen(folder: Path) -> FinishedRun:
     refill = [arg for arg in argv if arg not in ("--no-cache", "--rerun")]
     run = FinishedRun(folder, results, records, command="python benchmark.py " + shlex.join(refill))
     from nsbench import cli  # the CLI's own parser and cache keys, only when a test is built
-    from nsbench.config import RunConfig
-    from nsbench.plugins import get_plugin_manager
-    from nsbench.registry import build_registry
+    from nsbench.run.config import RunConfig
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
 
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--plugin", action="append", default=[])
@@ -90,7 +90,8 @@ def reopen(folder: Path) -> FinishedRun:
 
 def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
     """The clips as the run listed them (its --limit and --condition included)."""
-    from nsbench import cache, conditions
+    from nsbench.store import cache
+    from nsbench.run import conditions
 
     dataset = registry.datasets.require_available(config.dataset).spec
     sources = dataset.clips(dict(config.dataset_options))[: config.limit]
@@ -102,9 +103,10 @@ def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
 
 def output_reader(config: Any, registry: Any, results: list[dict[str, Any]]) -> Callable[[str, str], Output | None]:
     """``read(engine, run_id)``: the output kept in --output-folder, else the cache's, else None."""
-    from nsbench import cache, cli
-    from nsbench.listening_grid import read_excerpt
-    from nsbench.report import file_stem
+    from nsbench import cli
+    from nsbench.store import cache
+    from nsbench.report.listening_grid import read_excerpt
+    from nsbench.report.tables import file_stem
 
     store = cache.Cache(cache.cache_root())
     holder = types.SimpleNamespace(registry=registry, metric_identities={})  # what cache_identity reads

@@ -1,0 +1,38 @@
+"""A metric's own options, resolved once per run and handed to its function.
+
+``MetricSpec.options(flags, registry)`` (the wer metric: which recogniser,
+built once) runs here, in the parent, before any engine; the metric's
+function is then bound to the result, so the run loop, worker processes and
+Dask workers call it as any other metric, and it reads ``inputs.options``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, Mapping, Sequence
+
+from nsbench.plugins.types import MetricInputs, MetricSpec
+
+
+def call_with_options(func: Callable[[MetricInputs], Any], options: Mapping[str, Any], inputs: MetricInputs) -> Any:
+    return func(dataclasses.replace(inputs, options=options))
+
+
+def bind_options(metrics: Sequence[MetricSpec], flags: Mapping[str, Any], registry: Any) -> tuple[list[MetricSpec], dict[str, Mapping[str, Any]]]:
+    """(the metrics, those with options bound to them; metric name -> its options)."""
+    bound, resolved = [], {}
+    for metric in metrics:
+        if metric.options is None:
+            bound.append(metric)
+            continue
+        options = dict(metric.options(flags, registry))
+        resolved[metric.name] = options
+        bound.append(dataclasses.replace(metric, func=functools.partial(call_with_options, metric.func, options)))
+    return bound, resolved
+
+
+def metric_provenance(resolved: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """For the results' provenance: {"metric_options": {metric: what its options say of themselves}}."""
+    if not resolved:
+        return {}
+    return {"metric_options": {name: options.get("provenance", {}) for name, options in resolved.items()}}

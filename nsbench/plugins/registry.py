@@ -1,0 +1,151 @@
+"""The registry: every engine, dataset and metric the plugins declared.
+
+The host calls each plugin's hook with a ``register`` callback and keeps, for
+each record, the plugin it came from (shown by ``--list``). Names are unique
+across plugins; unknown names get a "did you mean" (as lm-evaluation-harness).
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Callable, Generic, TypeVar
+
+import pluggy
+
+from nsbench.run.conditions import ConditionSpec
+from nsbench.plugins.manager import plugin_origin
+from nsbench.plugins.types import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec, UserError, spec_version
+
+SpecT = TypeVar("SpecT", EngineSpec, DatasetSpec, MetricSpec, ConditionSpec, RecogniserSpec)
+
+
+@dataclass(frozen=True)
+class Registered(Generic[SpecT]):
+    spec: SpecT
+    origin: str
+    plugin_version: str
+    plugin: str = ""  # the plugin manager's name for the plugin that registered it
+
+    @property
+    def missing_modules(self) -> list[str]:
+        return [name for name in self.spec.requires if not module_installed(name)]
+
+    @property
+    def available(self) -> bool:
+        return not self.missing_modules
+
+    @property
+    def version(self) -> str:
+        """The spec's own version (engine or package), else its plugin's."""
+        if not self.available:
+            return ""
+        return spec_version(self.spec) or self.plugin_version
+
+
+def build_with_argument(factory: Callable, argument: str, options: dict) -> object:
+    return factory({**options, "engine_argument": argument})
+
+
+def module_installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@dataclass
+class Kind(Generic[SpecT]):
+    """All registered records of one kind (engine, dataset or metric)."""
+
+    noun: str
+    entries: dict[str, Registered[SpecT]] = field(default_factory=dict)
+
+    def add(self, record: Registered[SpecT]) -> None:
+        name = record.spec.name
+        if name in self.entries:
+            raise UserError(
+                f"{self.noun} '{name}' is registered twice: by {self.entries[name].origin} "
+                f"and by {record.origin}"
+            )
+        self.entries[name] = record
+
+    def get(self, name: str) -> Registered[SpecT]:
+        if name in self.entries:
+            return self.entries[name]
+        family = self.family_member(name)
+        if family is not None:
+            return family
+        names = sorted(self.entries)
+        guess = difflib.get_close_matches(name, names, n=1)
+        hint = f" Did you mean: {guess[0]}?" if guess else ""
+        raise UserError(f"Unknown {self.noun} '{name}'.{hint} Available: {', '.join(names)}")
+
+    def family_member(self, name: str) -> Registered[SpecT] | None:
+        """``python:pkg.mod:fn`` -> the ``python`` spec, renamed, its argument bound."""
+        prefix, _, argument = name.partition(":")
+        record = self.entries.get(prefix)
+        if not argument or record is None or not getattr(record.spec, "takes_argument", False):
+            return None
+        bound = {"factory": functools.partial(build_with_argument, record.spec.factory, argument)}
+        for reader in ("fingerprint", "declared_by"):  # they read the argument too
+            if getattr(record.spec, reader, None) is not None:
+                bound[reader] = functools.partial(build_with_argument, getattr(record.spec, reader), argument)
+        spec = dataclasses.replace(record.spec, name=name, takes_argument=False, **bound)
+        return dataclasses.replace(record, spec=spec)
+
+    def require_available(self, name: str) -> Registered[SpecT]:
+        record = self.get(name)
+        if not record.available:
+            missing = ", ".join(record.missing_modules)
+            raise UserError(
+                f"{self.noun} '{name}' is unavailable: missing {missing}. Install: {record.spec.install}"
+            )
+        return record
+
+    def __iter__(self):
+        return iter(self.entries.values())
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.entries
+
+
+@dataclass
+class Registry:
+    engines: Kind[EngineSpec]
+    datasets: Kind[DatasetSpec]
+    metrics: Kind[MetricSpec]
+    conditions: Kind[ConditionSpec] = field(default_factory=lambda: Kind("condition"))
+    recognisers: Kind[RecogniserSpec] = field(default_factory=lambda: Kind("recogniser"))
+
+
+def build_registry(manager: pluggy.PluginManager) -> Registry:
+    registry = Registry(Kind("engine"), Kind("dataset"), Kind("metric"))
+    collect(manager, "register_engines", EngineSpec, registry.engines)
+    collect(manager, "register_datasets", DatasetSpec, registry.datasets)
+    collect(manager, "register_metrics", MetricSpec, registry.metrics)
+    collect(manager, "register_conditions", ConditionSpec, registry.conditions)
+    collect(manager, "register_recognisers", RecogniserSpec, registry.recognisers)
+    return registry
+
+
+def collect(manager: pluggy.PluginManager, hook_name: str, spec_type: type, kind: Kind) -> None:
+    # Each implementation is called on its own so that every record keeps the
+    # plugin it came from. get_hookimpls() is in registration order: built-ins
+    # first, then entry points, then --plugin files.
+    for impl in getattr(manager.hook, hook_name).get_hookimpls():
+        origin, version = plugin_origin(manager, impl.plugin)
+        impl.function(register=make_register(spec_type, kind, origin, version, manager.get_name(impl.plugin)))
+
+
+def make_register(spec_type: type, kind: Kind, origin: str, version: str, plugin: str = "") -> Callable[[object], None]:
+    def register(spec: object) -> None:
+        if not isinstance(spec, spec_type):
+            raise UserError(f"{origin} registered {spec!r}, expected a {spec_type.__name__}")
+        if not spec.name or not spec.name.replace("-", "_").replace(":", "_").isidentifier():
+            raise UserError(f"{origin} registered a {kind.noun} with an invalid name {spec.name!r}")
+        kind.add(Registered(spec, origin, version, plugin))
+
+    return register

@@ -1,0 +1,205 @@
+"""How far the no-reference panel can be trusted: its agreement with the
+intrusive metrics, on a run that computed both.
+
+A no-reference judge here is a metric with ``needs_reference=False`` that
+judges the voice (``needs_voice``: DNSMOS, speech-gated levels; the RTFs,
+which judge no audio, are left out); an intrusive metric is one with
+``needs_reference=True``. For each pair the report gives
+
+* ``engines``: Spearman's rank correlation over engines of their means
+  (each engine's mean over the clips where both metrics have a value), with
+  the number of engines; oracles left out (they read the clean voice, so
+  they are not engines the panel would judge);
+* ``clips``: Spearman's correlation over every (engine, clip) pair scored by
+  both, oracles left out, with the number of pairs;
+* ``disagree``: the engines whose change against the passthrough baseline
+  (mean over the clips the three share) has one sign on one metric and the
+  other sign on the other.
+
+Correlations are oriented so that +1 means the same ranking, whatever each
+metric's direction (a WER, lower is better, against DNSMOS, higher is
+better, counts the reverse order as agreement). Fewer than MIN_ENGINES
+engines give no rank correlation (n/a, with the count).
+
+Spearman is computed here (average ranks, then Pearson's r of the ranks),
+without importing scipy.stats (see nsbench/report/signed_rank.py for why);
+tests/test_agreement.py holds it to ``scipy.stats.spearmanr``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from nsbench.report.summary import clip_values
+from nsbench.plugins.types import ClipRecord, MetricSpec
+
+MIN_ENGINES = 3  # two points always rank-correlate by +-1
+MIN_CLIPS = 3
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks from 1, ties sharing their mean rank (scipy.stats.rankdata's "average")."""
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = np.arange(1, len(values) + 1)
+    sorted_values = values[order]
+    # Each run of equal values gets the mean of its positions.
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    for start, end in zip(starts, ends):
+        if end - start > 1:
+            ranks[order[start:end]] = (start + 1 + end) / 2
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rho of two equal-length samples; NaN where either is constant or too short."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"spearman needs two 1-D samples of one length, got {x.shape} and {y.shape}")
+    if len(x) < 2 or np.isnan(x).any() or np.isnan(y).any():
+        return math.nan
+    rx, ry = average_ranks(x) - (len(x) + 1) / 2, average_ranks(y) - (len(y) + 1) / 2
+    denominator = math.sqrt(float(np.dot(rx, rx)) * float(np.dot(ry, ry)))
+    if denominator == 0.0:
+        return math.nan
+    return max(-1.0, min(1.0, float(np.dot(rx, ry)) / denominator))
+
+
+def judges_and_intrusive(metrics: Sequence[MetricSpec]) -> tuple[list[MetricSpec], list[MetricSpec]]:
+    judges = [m for m in metrics if not m.needs_reference and m.needs_voice]
+    intrusive = [m for m in metrics if m.needs_reference]
+    return judges, intrusive
+
+
+def panel_agreement(
+    records: Mapping[str, Sequence[ClipRecord]], metrics: Sequence[MetricSpec], oracles: Sequence[str] = (),
+    baseline: str | None = "passthrough",
+) -> dict[str, Any]:
+    """The agreement of every no-reference judge with every intrusive metric
+    the run computed (the module docstring); {} when it computed no pair."""
+    engines = {name: rows for name, rows in records.items() if name not in oracles}
+    values = {name: {m.name: clip_values(rows, m.name) for m in metrics} for name, rows in engines.items()}
+    judges, intrusive = judges_and_intrusive(metrics)
+    pairs = []
+    for judge in judges:
+        for other in intrusive:
+            row = pair_agreement(judge, other, values, baseline if baseline in engines else None)
+            if row is not None:
+                pairs.append(row)
+    if not pairs:
+        return {}
+    return {"pairs": pairs, "oracles_left_out": [name for name in records if name in oracles],
+            "baseline": baseline if baseline in engines else None,
+            "definition": "Spearman rank correlation, oriented: +1 = the same ranking whatever each metric's direction"}
+
+
+def pair_agreement(
+    judge: MetricSpec, other: MetricSpec, values: Mapping[str, Mapping[str, Mapping[str, float]]], baseline: str | None,
+) -> dict[str, Any] | None:
+    """One judge against one intrusive metric, or None where no clip has both."""
+    orient = 1.0 if judge.higher_is_better == other.higher_is_better else -1.0
+    means, clip_a, clip_b = {}, [], []
+    for engine, by_metric in values.items():
+        common = sorted(set(by_metric[judge.name]) & set(by_metric[other.name]))
+        if not common:
+            continue
+        a = [by_metric[judge.name][c] for c in common]
+        b = [by_metric[other.name][c] for c in common]
+        means[engine] = (float(np.mean(a)), float(np.mean(b)))
+        clip_a += a
+        clip_b += b
+    if not means:
+        return None
+    by_engine = spearman(*zip(*means.values())) if len(means) >= MIN_ENGINES else math.nan
+    by_clip = spearman(clip_a, clip_b) if len(clip_a) >= MIN_CLIPS else math.nan
+    return {
+        "no_reference": judge.name,
+        "intrusive": other.name,
+        "engines_rho": orient * by_engine,
+        "engines": len(means),
+        "clips_rho": orient * by_clip,
+        "clip_pairs": len(clip_a),
+        "disagree_in_sign": sign_disagreements(judge, other, values, baseline),
+    }
+
+
+def sign_disagreements(
+    judge: MetricSpec, other: MetricSpec, values: Mapping[str, Mapping[str, Mapping[str, float]]], baseline: str | None,
+) -> list[dict[str, Any]]:
+    """Engines whose change against the baseline, each oriented so that
+    positive is better, is positive on one metric and negative on the other."""
+    if baseline is None:
+        return []
+    found = []
+    base = values[baseline]
+    for engine, by_metric in values.items():
+        if engine == baseline:
+            continue
+        changes = []
+        for metric in (judge, other):
+            common = sorted(set(by_metric[judge.name]) & set(by_metric[other.name])
+                            & set(base[judge.name]) & set(base[other.name]))
+            if not common:
+                break
+            change = float(np.mean([by_metric[metric.name][c] - base[metric.name][c] for c in common]))
+            changes.append(change if metric.higher_is_better else -change)
+        if len(changes) == 2 and changes[0] * changes[1] < 0:
+            found.append({"engine": engine, judge.name: changes[0], other.name: changes[1]})
+    return found
+
+
+# --------------------------------------------------------------------------- report
+
+
+def rho_text(rho: float, count: int, what: str) -> str:
+    return f"n/a ({count} {what})" if math.isnan(rho) else f"{rho:+.2f} ({count} {what})"
+
+
+def disagree_text(row: Mapping[str, Any]) -> str:
+    if not row["disagree_in_sign"]:
+        return "none"
+    return ", ".join(
+        f"{item['engine']} ({row['no_reference']} {item[row['no_reference']]:+.3g}, {row['intrusive']} {item[row['intrusive']]:+.3g})"
+        for item in row["disagree_in_sign"])
+
+
+def agreement_rows(agreement: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["no-reference", "intrusive", "rank correlation over engines' means", "per-clip correlation",
+              "engines that disagree in sign (change against the baseline)"]
+    rows = [[row["no_reference"], row["intrusive"], rho_text(row["engines_rho"], row["engines"], "engines"),
+             rho_text(row["clips_rho"], row["clip_pairs"], "clips"), disagree_text(row)]
+            for row in agreement["pairs"]]
+    return header, rows
+
+
+def agreement_intro(agreement: Mapping[str, Any]) -> str:
+    left_out = agreement["oracles_left_out"]
+    baseline = agreement["baseline"] or "no baseline ran"
+    return ("How far the no-reference metrics agree with the intrusive ones on this run: Spearman's rank "
+            "correlation, oriented so that +1 is the same ranking (engine count beside each figure), over engines' "
+            f"means and over every clip; the sign of each engine's change against {baseline}. "
+            + (f"Oracles left out: {', '.join(left_out)}." if left_out else "No oracle ran."))
+
+
+def agreement_markdown(agreement: Mapping[str, Any]) -> str:
+    """The report's section, or "" when the run computed no pair."""
+    if not agreement:
+        return ""
+    from nsbench.report.tables import markdown_table
+
+    return f"{TITLE}\n\n{agreement_intro(agreement)}\n\n{markdown_table(agreement_rows(agreement))}"
+
+
+def agreement_html(agreement: Mapping[str, Any]) -> list[str]:
+    """report.html's section, or [] when the run computed no pair."""
+    if not agreement:
+        return []
+    from nsbench.report.html_report import esc, table
+
+    return [f"<h2>{esc(TITLE[3:])}</h2>", f"<p>{esc(agreement_intro(agreement))}</p>", table(agreement_rows(agreement), "agreement")]
+
+
+TITLE = "## How far the no-reference metrics agree"

@@ -1,0 +1,239 @@
+"""The results writer: the one owner of every file a run writes.
+
+Under ``results/<dataset>/``: each engine's ``.clips.jsonl`` (a line per clip
+as it comes, so an interrupt keeps every clip done), its ``<engine>.json``
+(written once, at the end, with the paired comparisons with the baselines),
+``comparison.json`` and the regression gate, the plots, ``report.html`` and
+its listening grid, and ``report.md``; and each output in
+``--output-folder``. The run loop hands it records; it decides where they go.
+
+Listening grid: the clips worth hearing are known only once every engine has
+run, and the run loop yields each output once. So every output is written as
+it comes: to ``--output-folder`` (float, whole), or else as a 16-bit excerpt
+(nsbench.report.listening_grid.LISTEN_SECONDS) to a temporary folder that is kept
+until the grid has copied its clips into ``results/<dataset>/audio/``, then
+deleted. Nothing is held in memory; the temporary folder holds at most
+clips x engines x 30 s of 16-bit audio.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import shutil
+import sys
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from nsbench.report import agreement, compare, coverage, failures, highlights, listening_grid
+
+from nsbench.run import checks, conditions, no_reference, streaming
+from nsbench.audio.files import write_audio
+from nsbench.run.config import RunConfig
+from nsbench.report.tables import ClipLog, file_stem, headline_higher_is_better, report_markdown, write_json
+from nsbench.report.summary import compare_with_baselines, compared_metrics
+from nsbench.plugins.types import ClipRecord, ClipSource, DatasetSpec, MetricSpec
+
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--align-constant-lag", action="store_true",
+        help="if an engine's output lags the clean voice by the same amount on most clips, remove that lag "
+             "and run the engine again (the report says so)",
+    )
+    parser.add_argument("--compare", metavar="PATH", help="stored results (a folder or an <engine>.json) to compare with; "
+                        f"exit code {compare.EXIT_REGRESSION} if an engine got worse beyond the tolerances")
+    parser.add_argument("--compare-tolerance", action="append", default=[], metavar="[METRIC=]VALUE",
+                        help="tolerance for --compare: 0.1 for every metric, or stoi=0.01 for one (repeatable)")
+    parser.add_argument("--voice-drop-db", type=float, default=checks.VOICE_DROP_DB, metavar="DB",
+                        help=f"flag clips whose voice level drops by more than DB while SI-SDRi is positive (default {checks.VOICE_DROP_DB:g})")
+    parser.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
+    parser.add_argument("--no-html", action="store_true", help="do not write report.html and its audio")
+
+
+class ResultsWriter:
+    def __init__(self, config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
+                 baselines: Sequence[str] = (), conditions: Sequence[str] = ()):
+        self.config, self.dataset, self.metrics, self.baselines = config, dataset, metrics, baselines
+        self.conditions = conditions  # --condition's, "none" first; empty without
+        self.folder = config.results_folder / dataset.name
+        self.sources = {source.clip_id: source for source in sources}
+        self.tolerances = compare.parse_tolerances(list(config.compare_tolerance))
+        # Read before the run: the stored results may be the very files this run rewrites.
+        self.stored = compare.load_stored(config.compare, dataset.name) if config.compare else None
+        self.records: dict[str, list[ClipRecord]] = {}
+        self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.report.agreement), once finished
+        self.identity: dict[str, Any] = {}  # this run's (nsbench.report.coverage); set by the run before it ends
+        self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
+        self.spill: Path | None = None
+        if config.html and not config.output_folder:
+            self.spill = Path(tempfile.mkdtemp(prefix="nsbench-outputs-"))
+            weakref.finalize(self, shutil.rmtree, self.spill, True)
+
+    # --------------------------------------------------------------- as the run goes
+
+    def clip_log(self, engine: str) -> ClipLog:
+        return ClipLog(self.folder / f"{file_stem(engine)}.clips.jsonl")
+
+    def add(self, log: ClipLog, engine: str, record: ClipRecord, output: np.ndarray | None, sample_rate: int) -> None:
+        """A clip's line, and its output where outputs are kept (--output-folder, or report.html's grid)."""
+        log.add(record)
+        if not record.failed:
+            self.keep_output(engine, record.run_id, output, sample_rate)
+
+    def keep_output(self, engine: str, run: str, audio: np.ndarray, rate: int) -> None:
+        """Each output as it comes: whole and float in --output-folder, else a 16-bit excerpt for the grid."""
+        if self.config.output_folder:
+            write_audio(Path(self.config.output_folder) / file_stem(engine) / f"{run}.wav", audio, rate)
+        elif self.spill:
+            listening_grid.listening_copy(audio, rate, self.spill / file_stem(engine) / f"{run}.wav")
+
+    def kept_output(self, engine: str, run: str) -> tuple[np.ndarray, int] | None:
+        folder = Path(self.config.output_folder) if self.config.output_folder else self.spill
+        return listening_grid.read_excerpt(folder / file_stem(engine) / f"{run}.wav") if folder else None
+
+    def engine_done(self, result: dict[str, Any], records: list[ClipRecord]) -> None:
+        """Keeps the records for the comparisons and the grid; without report.html,
+        report.md links the worst clips in the user's --output-folder."""
+        self.records[result["engine"]] = records
+        if not self.config.html and self.config.output_folder:
+            outputs = Path(self.config.output_folder) / file_stem(result["engine"])
+            for pick in result["worst_clips"] + result["typical_clips"]:
+                if (outputs / f"{pick['run']}.wav").is_file():
+                    pick["audio"] = os.path.relpath(outputs / f"{pick['run']}.wav", self.folder)
+
+    def listening(self, results: list[dict[str, Any]]) -> listening_grid.Grid:
+        """The grid's audio and spectrograms; the worst and typical clips it holds get their paths in the JSON."""
+        shutil.rmtree(self.folder / listening_grid.AUDIO_FOLDER, ignore_errors=True)  # an earlier run's grid
+        try:
+            grid = listening_grid.build_grid(
+                self.folder, highlights.ordered(results), self.records, self.sources, self.kept_output,
+                self.dataset.headline_metric, headline_higher_is_better(results, self.dataset.headline_metric),
+            )
+        finally:
+            if self.spill:
+                shutil.rmtree(self.spill, ignore_errors=True)
+        paths = {(output.engine, output.run): (output.audio, row.input_audio, row.clean_audio)
+                 for row in grid.rows for output in row.outputs if output.audio}
+        for result in results:
+            for pick in result["worst_clips"] + result["typical_clips"]:
+                if (result["engine"], pick["run"]) in paths:
+                    pick["audio"], pick["input_audio"], pick["clean_audio"] = paths[(result["engine"], pick["run"])]
+        return grid
+
+    # --------------------------------------------------------------- at the end
+
+    def finish(self, results: list[dict[str, Any]], not_run: Mapping[str, str], interruption: str = "") -> tuple[str, int]:
+        """Every engine's JSON (once, with its comparisons and its grid
+        audio), the plots, the regression gate, report.html and report.md
+        (``interruption``: a paragraph saying it is incomplete). Returns
+        report.md's text and the exit code."""
+        grid = self.listening(results) if self.config.html else None
+        self.add_comparisons(results)
+        for result in results:
+            write_json(self.folder / f"{file_stem(result['engine'])}.json", result)
+        current = results
+        results = [*results, *self.earlier(results)]
+        self.agreement = self.panel_agreement(results)
+        sections, code = self.extras(results, grid, current)
+        sections = [text for text in [agreement.agreement_markdown(self.agreement)] if text] + sections
+        blocks = streaming.blocks_from(self.config)
+        if blocks:
+            sections.insert(0, streaming.report_section(results, blocks, self.config.jobs))
+            only_whole = streaming.only_unstreamable_line(results, self.baselines, blocks)
+            if only_whole:
+                print(f"nsbench: {only_whole}", file=sys.stderr)
+        top, by_condition = conditions.report_parts(results) if self.conditions else ([], [])
+        top = [text for text in (coverage.earlier_text(self.coverage.earlier), coverage.cache_sentence(current),
+                                 no_reference.results_text(results)) if text] + list(top)
+        sections = [text for text in (failures.failures_markdown(current), coverage.left_out_markdown(self.coverage.left_out))
+                    if text] + sections
+        report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
+                                 self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top)
+        if interruption:
+            title, _, rest = report.partition("\n\n")
+            report = f"{title}\n\n{interruption}\n\n{rest}"
+        (self.folder / "report.md").write_text(report)
+        from nsbench.listen.report_section import include  # a listening test collected here keeps its section
+
+        include(self.folder)
+        return report, code
+
+    def earlier(self, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The earlier runs' results this report covers (nsbench.report.coverage); the files it leaves out go to ``self.coverage``."""
+        if not self.identity:
+            return []
+        ran = [result["engine"] for result in results]
+        self.coverage = coverage.earlier_results(self.folder, self.identity, ran, {name: file_stem(name) for name in ran})
+        if self.config.html:  # the listening grid was rebuilt for this run's engines only
+            for result in self.coverage.earlier:
+                coverage.strip_grid_links(result)
+        return self.coverage.earlier
+
+    def extras(self, results: list[dict[str, Any]], grid: listening_grid.Grid | None,
+               current: list[dict[str, Any]] | None = None) -> tuple[list[str], int]:
+        """Plots, the comparison with --compare (of this run's results, ``current``), report.html:
+        report.md's extra sections and the exit code."""
+        current = results if current is None else current
+        sections, code, regression = [], 0, None
+        plots = self.plots(results) if self.config.plots else []
+        if plots:
+            from nsbench.report.plots import plots_markdown
+
+            sections.append(plots_markdown(plots))
+        if self.stored is not None:
+            comparison = compare.compare_results(current, self.stored, self.tolerances)
+            write_json(self.folder / "comparison.json", {"compared_with": self.config.compare, **comparison})
+            sections.append(compare.comparison_markdown(comparison, self.config.compare))
+            regression = comparison
+            if comparison["regressions"]:
+                print(f"nsbench: {comparison['regressions']} values worse than {self.config.compare} beyond tolerance", file=sys.stderr)
+                code = compare.EXIT_REGRESSION
+        if grid is not None:
+            self.html(results, plots, regression, grid, current)
+        return sections, code
+
+    def panel_agreement(self, results: list[dict[str, Any]]) -> dict[str, Any]:
+        """The no-reference metrics against the intrusive ones (nsbench.report.agreement), also
+        written as agreement.json; {} (and no file) when the run computed no such pair."""
+        oracles = [r["engine"] for r in results if r.get("engine_info", {}).get("oracle")]
+        found = agreement.panel_agreement(self.records, self.metrics, oracles, (self.baselines or [None])[0])
+        (self.folder / "agreement.json").unlink(missing_ok=True)  # an earlier run's
+        if found:
+            write_json(self.folder / "agreement.json", found)
+        return found
+
+    def add_comparisons(self, results: list[dict[str, Any]]) -> None:
+        metrics = compared_metrics(self.metrics, self.dataset.headline_metric)
+        comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
+        for result in results:
+            result["comparisons"] = comparisons.get(result["engine"], {})
+
+    def plots(self, results: list[dict[str, Any]]) -> list[str]:
+        from nsbench.report.plots import write_plots  # matplotlib only when plots are drawn
+
+        return write_plots(self.folder, results, self.dataset.cell_keys, self.dataset.table_metrics)
+
+    def html(self, results: list[dict[str, Any]], plots: list[str], regression: Mapping[str, Any] | None,
+             grid: listening_grid.Grid, current: list[dict[str, Any]]) -> None:
+        from nsbench.report.html_report import conditions_html, streaming_html, write_html
+
+        blocks = streaming.blocks_from(self.config)
+        sections = [*([conditions_html(results)] if self.conditions else []),
+                    *([streaming_html(results, blocks, self.config.jobs)] if blocks else [])]
+        cached = coverage.cache_sentence(current)
+        notices = [coverage.earlier_html(self.coverage.earlier), f'<p id="from-cache">{html.escape(cached)}</p>' if cached else "",
+                   failures.failures_html(current),
+                   coverage.left_out_html(self.coverage.left_out)]
+        table, text = None, ""
+        if regression is not None:
+            table = compare.comparison_rows(regression)
+            text = compare.comparison_summary(regression).replace("**", "")
+        write_html(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
+                   grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice])
+

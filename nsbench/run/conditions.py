@@ -1,0 +1,326 @@
+"""Input conditions: what happens to a clip before the engine hears it.
+
+A condition is a named, deterministic transform of a clip's noisy input (a
+codec round trip, a limiter, a telephone band), registered by a plugin with
+``register_conditions``. ``--condition`` runs the whole set once per condition
+named, each its own cell under the label ``condition`` (beside ``noise`` and
+``snr_db``); ``none`` (the input as it is) is always among them, so every
+condition's gain has the unprocessed gain beside it. ``a+b`` composes: ``a``
+first, then ``b``.
+
+A condition says whether it also applies to the clean reference: band-limiting
+both keeps an intelligibility score fair, while a codec's loss is exactly what
+the engine should not be credited for, so the reference stays as it was.
+
+Conditioned clips keep their dataset's loader and wrap it (a partial of a
+module-level function, so worker processes and Dask receive them); their id is
+``<clip>@<condition>``. The cache keys outputs on the clip's audio, which is
+now the conditioned audio: outputs and scores under one condition are never
+served for another. The conditioned audio itself is cached too (a codec round
+trip costs more than most engines), keyed on the dataset's clip and the
+condition's names, parameters, code and library versions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from nsbench.store import cache
+from nsbench.plugins.types import Clip, ClipError, ClipRecord, ClipSource, MetricSpec, UserError, spec_version
+
+NONE = "none"
+LABEL = "condition"  # the clip label and the cell key
+COMPOSE = "+"
+ID_SEPARATOR = "@"
+
+
+@dataclass(frozen=True)
+class ConditionSpec:
+    """A named transform of a clip's audio, registered by a plugin.
+
+    ``transform(audio, sample_rate)`` returns float32 audio of the same length
+    at the same rate; it must be deterministic (the same input gives the same
+    bytes) and picklable (a module-level function or a functools.partial).
+    ``reference``: also applied to the clean reference (and the reference
+    sources). ``parameters`` are recorded in every result file.
+    ``missing()`` returns what the machine lacks to run it ("" if nothing;
+    for example an encoder the installed FFmpeg build does not have): checked
+    before any engine runs. ``describe()`` returns the library versions and
+    codec names it used, for provenance.
+    """
+
+    name: str
+    transform: Callable[[np.ndarray, int], np.ndarray]
+    description: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    reference: bool = False
+    requires: tuple[str, ...] = ()
+    install: str = ""
+    version: Callable[[], str] | str = ""
+    missing: Callable[[], str] | None = None
+    describe: Callable[[], Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One condition of a chain, as a worker needs it: picklable."""
+
+    name: str
+    transform: Callable[[np.ndarray, int], np.ndarray]
+    reference: bool
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What one ``--condition`` names: registered conditions applied in order."""
+
+    name: str
+    specs: tuple[ConditionSpec, ...]
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(Step(spec.name, spec.transform, spec.reference) for spec in self.specs if spec.name != NONE)
+
+    def identity(self) -> str:
+        """What the conditioned audio depends on besides the clip, for the cache."""
+        parts = [
+            f"{spec.name}:{cache.json_text(spec.parameters)}:{spec.reference}:{cache.code_digest(spec.transform)}:{spec_version(spec)}"
+            for spec in self.specs
+        ]
+        return cache.digest("condition", *parts, cache.nsbench_digest(HARNESS_SOURCES))
+
+
+# The parts of nsbench conditioned audio depends on (application, resampling, alignment).
+HARNESS_SOURCES = ("run/conditions.py", "audio/files.py", "audio/alignment.py")
+# Where conditioned audio is cached: (cache root, whether to read it); None: nowhere.
+Store = tuple[str, bool]
+
+
+def resolve(names: Sequence[str], kind: Any) -> list[Condition]:
+    """The conditions ``--condition`` asked for, ``none`` first if it was not
+    named; [] when none was asked (the run is then exactly as without).
+    ``kind`` is the registry's conditions. An unknown name, a missing package or
+    a missing codec raises UserError, before any engine runs."""
+    if not names:
+        return []
+    ordered = list(dict.fromkeys(name.strip() for name in names))
+    if NONE not in ordered:
+        ordered.insert(0, NONE)
+    conditions = []
+    for name in ordered:
+        parts = name.split(COMPOSE)
+        specs = tuple(kind.require_available(part.strip()).spec for part in parts)
+        conditions.append(Condition(COMPOSE.join(spec.name for spec in specs), specs))
+    for spec in {spec.name: spec for condition in conditions for spec in condition.specs}.values():
+        check_picklable(spec)
+        lacking = spec.missing() if spec.missing else ""
+        if lacking:
+            raise UserError(f"condition '{spec.name}' cannot run: {lacking}")
+    return conditions
+
+
+def check_picklable(spec: ConditionSpec) -> None:
+    """Conditioned clips go to worker processes and Dask with their transform:
+    one that does not pickle would fail there, clip by clip; it is refused here."""
+    try:
+        pickle.dumps(spec.transform)
+    except Exception as error:
+        raise UserError(
+            f"condition '{spec.name}': its transform cannot be sent to worker processes ({error}); "
+            "make it a module-level function or a functools.partial of one"
+        ) from None
+
+
+def conditioned_sources(
+    sources: Sequence[ClipSource], conditions: Sequence[Condition], store: Store | None = None
+) -> list[ClipSource]:
+    """Each clip under each condition, a clip's conditions together (so a
+    partial or interrupted run still pairs them). Unchanged without conditions."""
+    if not conditions:
+        return list(sources)
+    identities = {condition.name: condition.identity() for condition in conditions}
+    return [
+        conditioned(source, condition, identities[condition.name], store) for source in sources for condition in conditions
+    ]
+
+
+def conditioned(source: ClipSource, condition: Condition, identity: str = "", store: Store | None = None) -> ClipSource:
+    labels = {**source.labels, LABEL: condition.name}
+    if not condition.steps:  # none: the dataset's own clip, the same id, the same cache entries
+        return ClipSource(source.clip_id, source.load, labels, source.has_reference)
+    return ClipSource(
+        clip_id=f"{source.clip_id}{ID_SEPARATOR}{condition.name}",
+        load=functools.partial(load_conditioned, source.load, condition.name, condition.steps, identity, store),
+        labels=labels,
+        has_reference=source.has_reference,
+    )
+
+
+def load_conditioned(
+    load: Callable[[], Clip], name: str, steps: Sequence[Step], identity: str = "", store: Store | None = None
+) -> Clip:
+    """The dataset's clip with the condition applied: each step to the noisy
+    input, and to the references where the step says so (from the cache when
+    it holds them). A step that fails fails this clip, with the reason."""
+    clip = load()
+    references = any(step.reference for step in steps)
+    key = cache.digest(identity, cache.clip_digest(clip)) if store else ""
+    arrays = stored_arrays(store, key)
+    if arrays is None:
+        arrays = apply_steps(clip, steps)
+        if store:
+            cache.Cache(Path(store[0])).put_output(key, cache.CachedOutput(np.vstack(arrays), math.nan, math.nan, ""))
+    noisy, clean = arrays[0], arrays[1] if references and clip.clean is not None else clip.clean
+    sources = np.stack(arrays[2:]) if references and clip.sources is not None else clip.sources
+    # The noise stem no longer adds up with the conditioned input: dropped.
+    return dataclasses.replace(
+        clip, clip_id=f"{clip.clip_id}{ID_SEPARATOR}{name}", noisy=noisy, clean=clean, sources=sources, noise=None,
+        labels={**clip.labels, LABEL: name},
+    )
+
+
+def stored_arrays(store: Store | None, key: str) -> list[np.ndarray] | None:
+    if not store or not store[1]:
+        return None
+    entry = cache.Cache(Path(store[0])).get_output(key)
+    return None if entry is None else list(entry.audio)
+
+
+def apply_steps(clip: Clip, steps: Sequence[Step]) -> list[np.ndarray]:
+    """[noisy], or [noisy, clean, *sources] when a step applies to the references."""
+    noisy, clean, sources = clip.noisy, clip.clean, clip.sources
+    for step in steps:
+        noisy = apply(step, noisy, clip.sample_rate, "noisy input")
+        if step.reference:
+            # A clip without a reference (clean None) has only its input to condition.
+            clean = apply(step, clean, clip.sample_rate, "clean reference") if clean is not None else None
+            if sources is not None:
+                sources = np.stack([apply(step, row, clip.sample_rate, "reference sources") for row in sources])
+    if not any(step.reference for step in steps):
+        return [noisy]
+    if clean is None:
+        return [noisy]
+    return [noisy, clean, *(sources if sources is not None else [])]
+
+
+def apply(step: Step, audio: np.ndarray, rate: int, role: str) -> np.ndarray:
+    audio = np.asarray(audio, dtype=np.float32)
+    try:
+        result = step.transform(audio, rate)
+    except ClipError as error:
+        raise ClipError(f"condition {step.name} failed on the {role}: {error}") from error
+    except Exception as error:
+        raise ClipError(f"condition {step.name} failed on the {role}: {type(error).__name__}: {error}") from error
+    result = np.asarray(result, dtype=np.float32)
+    if result.shape != audio.shape:
+        raise ClipError(f"condition {step.name} returned {result.shape} samples for {audio.shape} on the {role}")
+    if not np.all(np.isfinite(result)):
+        raise ClipError(f"condition {step.name} returned NaN or Inf on the {role}")
+    return result
+
+
+def with_condition_cells(cell_keys: Sequence[str]) -> tuple[str, ...]:
+    """The dataset's cell keys with ``condition`` last: FUSS pools the values
+    of its first key, which must stay first."""
+    return (*cell_keys, LABEL) if LABEL not in cell_keys else tuple(cell_keys)
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def provenance(conditions: Sequence[Condition], kind: Any) -> list[dict[str, Any]]:
+    """Per condition: its steps' names, parameters, and what they ran with."""
+    return [
+        {"name": condition.name, "steps": [step_provenance(spec, kind) for spec in condition.specs]}
+        for condition in conditions
+    ]
+
+
+def step_provenance(spec: ConditionSpec, kind: Any) -> dict[str, Any]:
+    record = kind.get(spec.name)
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": dict(spec.parameters),
+        "applies_to_reference": spec.reference,
+        "version": record.version,
+        "origin": record.origin,
+        **(dict(spec.describe()) if spec.describe else {}),
+    }
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def condition_cells(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec], names: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per condition (in the order asked), over every clip under it:
+    the engine's gain under each condition; for the passthrough, the input's
+    own score under it."""
+    from nsbench.report.summary import cell_row
+
+    by_condition: dict[str, list[ClipRecord]] = {name: [] for name in names}
+    for record in records:
+        by_condition.setdefault(record.labels.get(LABEL, NONE), []).append(record)
+    return [cell_row({LABEL: name}, members, metrics) for name, members in by_condition.items() if members]
+
+
+def largest_loss(result: Mapping[str, Any], metric: str, higher_is_better: bool) -> dict[str, Any] | None:
+    """The condition under which the engine's ``metric`` falls furthest below
+    its value under ``none``; None without conditions or values."""
+    means = {row["cell"][LABEL]: row["metrics"].get(metric, {}).get("mean", np.nan) for row in result.get("conditions", [])}
+    baseline = means.pop(NONE, np.nan)
+    candidates = {name: value for name, value in means.items() if np.isfinite(value)}
+    if not np.isfinite(baseline) or not candidates:
+        return None
+    sign = 1 if higher_is_better else -1
+    worst = min(candidates, key=lambda name: sign * candidates[name])
+    return {"condition": worst, "metric": metric, "value": candidates[worst], "none": baseline,
+            "loss": sign * (baseline - candidates[worst])}
+
+
+def loss_lines(results: Sequence[Mapping[str, Any]], metric: str, higher_is_better: bool, skip: str) -> list[str]:
+    """For the report's top section: per engine (not ``skip``, the passthrough,
+    whose gain is 0 everywhere), the condition where it loses most."""
+    lines = []
+    for result in results:
+        loss = largest_loss(result, metric, higher_is_better)
+        if result["engine"] == skip or loss is None:
+            continue
+        verb = "loses most" if loss["loss"] > 0 else "loses nothing against none; least gain"
+        lines.append(
+            f"- **{result['engine']}** {verb} under **{loss['condition']}**: {metric} {loss['value']:.2f} there "
+            f"against {loss['none']:.2f} under none ({-loss['loss']:+.2f})"
+        )
+    return lines
+
+
+def report_parts(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """report.md's paragraph for its top section (each engine's worst
+    condition against none) and its per-condition section."""
+    from nsbench.report.tables import BASELINE_ENGINE, headline_higher_is_better, headline_of, markdown_table
+
+    ordered = sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
+    headline = headline_of(ordered)
+    lines = loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), BASELINE_ENGINE)
+    top = ["**Input conditions**: where each engine loses most against its gain under none "
+           f"(per-condition means below).\n\n" + "\n".join(lines)] if lines else []
+    section = f"## Per condition\n\n{CONDITIONS_TEXT}\n\n" + markdown_table(condition_rows(ordered))
+    return top, [section]
+
+
+CONDITIONS_TEXT = ("Means over every clip under each input condition (--condition). The passthrough's row is the input's own "
+                   "score under that condition; an engine's gain (SI-SDRi) is over that conditioned input.")
+
+
+def condition_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The per-condition table (report.md's and report.html's): cell rows over each engine's condition cells."""
+    from nsbench.report.tables import cell_rows
+
+    return cell_rows([{**result, "cells": result.get("conditions", [])} for result in results], (LABEL,))

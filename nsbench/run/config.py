@@ -1,0 +1,71 @@
+"""The run's configuration: the command line parsed once into a frozen record.
+
+The argparse Namespace stops at the CLI. Everything after it reads a
+RunConfig: the run loop, the results writer, the executors; an engine gets
+only its own plugin's options (``engine_options``), a dataset every flag
+(``dataset_options``: adapters read their own flags and the data folder).
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataset: str = "demo"
+    data_folder: str | None = None
+    engines: tuple[str, ...] = ()  # --engine, in order; empty: every available default engine
+    metrics: tuple[str, ...] = ()  # --metric; empty: every available default metric
+    limit: int | None = None
+    conditions: tuple[str, ...] = ()  # --condition, as typed (nsbench.run.conditions resolves them)
+    results_folder: Path = Path("results")
+    output_folder: str | None = None
+    jobs: int = 1
+    executor: str = "local"
+    scheduler: str | None = None
+    seeds: tuple[int, ...] = ()  # --seeds; empty: seeded engines run once, unseeded
+    quiet: bool = False
+    verbose: bool = False  # report.md printed at the end
+    use_cache: bool = True  # not --no-cache
+    rerun: bool = False
+    align_constant_lag: bool = False
+    compare: str | None = None
+    compare_tolerance: tuple[str, ...] = ()
+    voice_drop_db: float = 1.0
+    plots: bool = True
+    html: bool = True
+    # Each plugin's flags, by plugin name: what its engines' factories receive.
+    plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Every flag, for dataset adapters (their own flags, the data folder, --limit).
+    dataset_options: Mapping[str, Any] = field(default_factory=dict)
+    argv: tuple[str, ...] = ()  # as typed, for the provenance (secrets masked there)
+    block_size: int | None = None  # --block-size (nsbench.run.streaming)
+    block_ms: float | None = None  # --block-ms
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, argv: list[str]) -> RunConfig:
+        flags = vars(args)
+        plugin_options = {
+            plugin: MappingProxyType({name: flags[name] for name in sorted(names)})
+            for plugin, names in args.plugin_options.items()
+        }
+        return cls(
+            dataset=args.dataset, data_folder=args.data_folder, engines=tuple(args.engine), metrics=tuple(args.metric),
+            limit=args.limit, conditions=tuple(args.condition), results_folder=Path(args.results_folder), output_folder=args.output_folder, jobs=args.jobs,
+            executor=args.executor, scheduler=args.scheduler, seeds=tuple(args.seeds or ()), quiet=args.quiet, verbose=args.verbose,
+            use_cache=not args.no_cache, rerun=args.rerun, align_constant_lag=args.align_constant_lag,
+            compare=args.compare, compare_tolerance=tuple(args.compare_tolerance), voice_drop_db=args.voice_drop_db,
+            plots=not args.no_plots, html=not args.no_html, plugin_options=MappingProxyType(plugin_options),
+            dataset_options=MappingProxyType(dict(flags)), argv=tuple(argv),
+            block_size=args.block_size, block_ms=args.block_ms,
+        )
+
+    def engine_options(self, plugin: str) -> dict[str, Any]:
+        """What an engine's factory receives from the command line: the flags
+        its plugin added (the run adds ``seed``; a family, ``engine_argument``)."""
+        return dict(self.plugin_options.get(plugin, {}))
+
