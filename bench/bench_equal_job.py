@@ -30,7 +30,7 @@ untimed nsbench run first compiles what can be cached.
 
 The two alternate, ``--rounds`` times each; the median wall-time ratio is
 printed. No registry ships xiph's program: build it yourself (see the
-README's benchmark section); without one the script says so and exits 0.
+docs/benchmarks.md); without one the script says so and exits 0.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """nsbench: compare noise-suppression engines side by side, honestly.
 
 What this module exports (``__all__``) is the plugin API, versioned by
-``PLUGIN_API`` and documented in the README's "Plugin API" section; the rest of
+``PLUGIN_API`` and documented in docs/plugins.md ("Reference"); the rest of
 nsbench (records such as ClipRecord, the run loop, the cache) is internal and
 may change. Only light modules are imported here: ``import nsbench`` costs
 numpy and pluggy, never an engine's package.

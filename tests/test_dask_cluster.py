@@ -1,5 +1,5 @@
 """--executor dask --scheduler on a real cluster: `dask scheduler` and
-`dask worker` started as processes on 127.0.0.1, as the README shows. A
+`dask worker` started as processes on 127.0.0.1, as docs/cache-and-clusters.md shows. A
 worker that cannot import nsbench stops the run in one line, before
 anything is computed; workers that can give the serial run's numbers."""
 from __future__ import annotations

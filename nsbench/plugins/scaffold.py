@@ -43,7 +43,7 @@ ENGINE_MODULE = '''"""{name}: an nsbench engine. Replace ``process`` with your m
 
 nsbench resamples each clip to SAMPLE_RATE, calls ``process`` (float32 mono
 in, the same length out), removes DELAY samples from the output's start, and
-scores it. Plugin API {api}: see nsbench's README, section "Plugin API".
+scores it. Plugin API {api}: see nsbench's manual, docs/plugins.md.
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ README = '''# nsbench-{name}
 
 An engine for nsbench, the noise-suppression benchmark harness, made by
 `nsbench new-plugin {name}` with nsbench {version} (plugin API {api}; nsbench's
-README describes the API in its section "Plugin API").
+manual describes the API in docs/plugins.md).
 
 ```sh
 pip install ./nsbench-{name}          # nsbench finds it through its entry point
