@@ -173,15 +173,25 @@ def test_every_builtin_engine_dataset_and_condition_is_in_the_manual():
 # --------------------------------------------------------------------------- links and tables
 
 
+def heading_anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    headings = re.findall(r"^#+ (.+)$", text, flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
 @pytest.mark.parametrize("page", [README, *doc_pages()], ids=lambda page: page.name)
-def test_every_relative_link_points_to_a_file(page):
+def test_every_relative_link_points_to_a_file_and_heading(page):
     text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # code is not a link
     broken = []
     for target in LINK.findall(text):
-        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+        if re.match(r"[a-z]+:", target):
             continue
-        path = (page.parent / target.split("#")[0]).resolve()
-        if not path.exists() and path not in PENDING_DOCS:
+        file_part, _, anchor = target.partition("#")
+        path = (page.parent / file_part).resolve() if file_part else page
+        if path in PENDING_DOCS:
+            continue
+        if not path.exists() or (anchor and path.suffix == ".md" and anchor not in heading_anchors(path)):
             broken.append(target)
     assert not broken, f"{page.name}: broken links {broken}"
 
