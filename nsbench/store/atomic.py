@@ -33,13 +33,10 @@ TEMPORARY_SUFFIX = ".tmp"
 def write_bytes(path: str | Path, *parts: bytes | memoryview) -> None:
     """The parts, one after another, as the file's whole contents (parts let
     a large array be written from its own memory, without joining)."""
-
-    def write(temporary: Path) -> None:
-        with open(temporary, "wb") as file:
+    with temporary_beside(Path(path), TEMPORARY_SUFFIX) as (_, handle):
+        with os.fdopen(handle, "wb") as file:
             for part in parts:
                 file.write(part)
-
-    write_with(path, write)
 
 
 def write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
@@ -61,26 +58,33 @@ def write_with(path: str | Path, write: Callable[[Path], Any], suffix: str = TEM
     """``write(temporary)`` makes the file; it is then renamed to ``path``.
     ``suffix`` ends the temporary name, for a writer that reads the format
     from it (np.savez adds ".npz" to a name without it)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = reserve_temporary(path, suffix)
-    try:
+    with temporary_beside(Path(path), suffix) as (temporary, handle):
+        os.close(handle)
         write(temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)  # there only if writing failed or was interrupted
 
 
-def reserve_temporary(path: Path, suffix: str) -> Path:
-    """A new empty file beside ``path``, hidden, named after it (shortened:
-    the target's name may be near the file system's limit)."""
+@contextlib.contextmanager
+def temporary_beside(path: Path, suffix: str) -> Iterator[tuple[Path, int]]:
+    """(name, open descriptor) of a new empty file beside ``path``, renamed
+    to ``path`` when the block ends without error, else removed. Hidden and
+    named after the target (shortened: its name may be near the file
+    system's limit), so one left by a killed process says what it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         temporary = path.with_name(f".{path.name[:80]}.{secrets.token_hex(4)}{suffix}")
         try:
-            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            return temporary
+            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
         except FileExistsError:  # another writer drew the same name: draw again
             continue
+    replaced = False
+    try:
+        yield temporary, handle
+        os.replace(temporary, path)
+        replaced = True
+    finally:
+        if not replaced:  # writing failed or was interrupted
+            temporary.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
