@@ -51,6 +51,7 @@ import numpy as np
 import soundfile
 
 from nsbench.audio.files import fit_length, read_audio, resample
+from nsbench.store import atomic  # to go through nsbench.adapters
 from nsbench.store.cache import cache_root
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.text import plural
@@ -154,15 +155,10 @@ def source_rms(root: Path, split: str, paths: list[Path]) -> dict[str, float]:
             known[name], changed = entry, True
         rms[name] = entry[2]
     if changed:
-        temporary = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(json.dumps(known))
-            os.replace(temporary, cache)
+            atomic.write_json(cache, known)
         except OSError:
             pass  # a read-only cache only costs the next run the same reading
-        finally:
-            temporary.unlink(missing_ok=True)  # left only if writing failed or was interrupted
     return rms
 
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +57,7 @@ import soundfile
 
 from nsbench.audio.files import read_audio, resample
 from nsbench.builtin.metrics.levels import SILENCE_BELOW_DB, segment_length
+from nsbench.store import atomic  # to go through nsbench.adapters
 from nsbench.store.cache import cache_root
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.text import plural
@@ -265,15 +265,12 @@ def vocal_activity(track: Track) -> VocalActivity:
     except (OSError, KeyError, ValueError):
         pass
     activity = measure(track)
-    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(temporary, rate=activity.rate, frames=activity.frames, segment_power=activity.segment_power)
-        os.replace(temporary, path)
+        atomic.write_with(path, lambda temporary: np.savez(
+            temporary, rate=activity.rate, frames=activity.frames, segment_power=activity.segment_power,
+        ), suffix=".tmp.npz")  # np.savez adds .npz to a name without it
     except OSError:
         pass  # an unwritable cache only costs the next run the same reading
-    finally:
-        temporary.unlink(missing_ok=True)  # left only if writing failed or was interrupted
     return activity
 
 

@@ -9,9 +9,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -21,6 +18,7 @@ import soundfile
 
 from nsbench.audio.files import load_pair
 from nsbench.plugins.types import ClipSource, UserError
+from nsbench.store import atomic
 
 # libsndfile's SFC_SET_ADD_PEAK_CHUNK (sndfile.h). A float WAV otherwise carries a
 # PEAK chunk stamped with the time of writing: the same seed would not give the
@@ -54,9 +52,8 @@ def within_peak_limit(clean: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray,
 
 def generate(folder: Path, entries: Sequence[Mapping[str, Any]], make_clip: Callable[[Mapping[str, Any]], MadeClip], rate: int) -> None:
     """Write every planned clip to ``folder`` atomically (a temporary folder, then a rename)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
+    # Losing the rename to another process is fine once its folder is whole: theirs is equal.
+    with atomic.staged_folder(folder, done=lambda there: (there / "manifest.json").is_file()) as staging:
         manifest = []
         for entry in entries:
             made = make_clip(entry)
@@ -64,13 +61,6 @@ def generate(folder: Path, entries: Sequence[Mapping[str, Any]], make_clip: Call
                 write_reproducible(staging / role / f"{entry['clip_id']}.wav", audio, rate)
             manifest.append({"clip_id": entry["clip_id"], "labels": made.labels, "sources": made.sources})
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        try:
-            os.replace(staging, folder)
-        except OSError:
-            if not (folder / "manifest.json").is_file():  # lost a race to another process: theirs is equal
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def write_reproducible(path: Path, audio: np.ndarray, rate: int) -> None:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
-import tempfile
 import unicodedata
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -23,7 +21,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from nsbench.audio.files import resample
-from nsbench.store.cache import digest
+from nsbench.store import atomic
+from nsbench.store.digests import digest
 from nsbench.plugins.types import Clip, ClipError, MetricUndefined, Recogniser, RecogniserSpec
 
 TRANSCRIPTS_FOLDER = "transcripts"  # under the cache root
@@ -124,15 +123,7 @@ class TranscriptStore:
         if path is None:
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{key[:8]}-", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as file:
-                    file.write(text)
-                os.replace(temporary, path)
-            finally:
-                if os.path.exists(temporary):
-                    os.remove(temporary)
+            atomic.write_text(path, text)
         except OSError:  # a full or read-only cache costs the sharing, not the score
             pass
 

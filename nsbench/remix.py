@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import soundfile
 
 from nsbench.plugins.types import ClipError
+from nsbench.store import atomic
 
 # Bump when the remix or its file format changes: it is part of the cache key.
 REMIXER_VERSION = 1
@@ -153,12 +152,4 @@ def read_like_picovoice(data: bytes, name: str | Path) -> tuple[np.ndarray, int]
 
 
 def write_atomically(path: Path, samples: np.ndarray, rate: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".remix-", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        soundfile.write(temporary, samples, rate, subtype="PCM_16", format="WAV")
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    atomic.write_audio(path, samples, rate, subtype="PCM_16", format="WAV")

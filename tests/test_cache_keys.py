@@ -7,14 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
-from nsbench.store import cache
+from nsbench.store import cache, digests, keys
 
 from nsbench.run import checks
 from nsbench.builtin.engines.passthrough import build as build_passthrough
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import Clip, ClipSource, EngineSpec
 
-NSBENCH = Path(cache.__file__).parents[1]
+NSBENCH = Path(keys.__file__).parents[1]
 
 
 def noisy_source() -> ClipSource:
@@ -28,20 +28,20 @@ def noisy_source() -> ClipSource:
 def run_cached(root: Path):
     spec = EngineSpec(name="passthrough", factory=build_passthrough, description="", sample_rate=None, delay=0)
     run_cache = cache.Cache(root)
-    identity = cache.Identity(cache.engine_identity("passthrough", "1", build_passthrough, "", {}), {}, cache.checks_identity())
+    identity = keys.Identity(keys.engine_identity("passthrough", "1", build_passthrough, "", {}), {}, keys.checks_identity())
     [outcome] = run_engine(spec, {}, [noisy_source()], [], cache=run_cache, identity=identity)
     return outcome.record
 
 
 def test_the_checks_key_covers_every_module_they_import():
-    files = {Path(path).relative_to(NSBENCH).as_posix() for path in cache.code_files("nsbench.run.checks")}
+    files = {Path(path).relative_to(NSBENCH).as_posix() for path in digests.code_files("nsbench.run.checks")}
     assert {"run/checks.py", "audio/sdr.py", "audio/alignment.py", "audio/blocks.py"} <= files
 
 
 def test_the_si_sdr_metrics_key_covers_the_core_maths():
     from nsbench.builtin.metrics import sisdr
 
-    assert str(NSBENCH / "audio" / "sdr.py") in cache.code_files(sisdr.__name__)
+    assert str(NSBENCH / "audio" / "sdr.py") in digests.code_files(sisdr.__name__)
 
 
 def test_a_change_to_the_si_sdr_code_recomputes_the_cached_flags(tmp_path, monkeypatch):
@@ -51,8 +51,8 @@ def test_a_change_to_the_si_sdr_code_recomputes_the_cached_flags(tmp_path, monke
     # function the checks call behaves differently (every output now looks
     # far from its input). The file itself is left alone: tests run in parallel.
     sdr_file = str(NSBENCH / "audio" / "sdr.py")
-    real_digest = cache.file_digest
-    monkeypatch.setattr(cache, "file_digest", lambda path: "edited" if str(path) == sdr_file else real_digest(path))
+    real_digest = digests.file_digest
+    monkeypatch.setattr(digests, "file_digest", lambda path: "edited" if str(path) == sdr_file else real_digest(path))
     monkeypatch.setattr(checks, "si_sdr", lambda estimate, reference: -10.0)
     second = run_cached(tmp_path)
     assert second.from_cache  # the engine's output does not depend on sdr.py: it is reused

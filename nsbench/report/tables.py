@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.store import atomic
 
 # (metric name, column title, decimals): the per-cell table, in order.
 TABLE_COLUMNS = (
@@ -44,10 +44,7 @@ def file_stem(engine: str) -> str:
 
 
 def write_json(path: Path, payload: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n")
-    os.replace(temporary, path)
+    atomic.write_json(path, payload, indent=2)
 
 
 class ClipLog:

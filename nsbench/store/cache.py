@@ -1,55 +1,40 @@
-"""The content-keyed cache of engine outputs and metric values: what makes a
-run resumable, and a rerun cheap.
+"""The cache's entries: engine outputs, metric values and reference features
+stored by key, what makes a run resumable and a rerun cheap. What a key is
+made of is nsbench.store.keys; how code is hashed, nsbench.store.digests.
 
-Each entry's key is a sha256 of everything its value depends on:
-
-- an output: the clip's audio (noisy, clean, reference sources, rate), the
-  engine's name, version, code and fingerprint (a user's binary or module), the
-  options it reads (plugin flags, seed, lag compensation), and the harness code
-  that runs it (resampling, delay compensation);
-- a clip's scores: the output's key, then one value per metric under the
-  metric's name, version and code, and the output checks under theirs.
-
-"Code" is a module's source file and those of every module it imports from
-nsbench or from its own package, transitively (read from its import
-statements at module level: a function's own import is lazy on purpose, for
-a heavy or optional package or to break a circle, and following those would
-key an engine's outputs on the report code): a change to the SI-SDR maths
-(``nsbench/audio/sdr.py``) gives the SI-SDR metrics and the output checks new keys.
-
-An entry is one file, written whole under a temporary name and renamed into
-place, so a run killed at any point leaves whole entries or none. Its first
-line holds a checksum of the rest: an entry that fails it is reported, removed
-and recomputed, never trusted. A clip that failed is not cached: it runs again.
+An entry is one file, written whole by nsbench.store.atomic, so a run killed
+at any point leaves whole entries or none. Its first line holds a checksum of
+the rest: an entry that fails it is reported, removed and recomputed, never
+trusted. A clip that failed is not cached: it runs again.
 """
 from __future__ import annotations
 
-import ast
-import functools
 import hashlib
-import importlib.util
-import inspect
 import io
 import json
 import os
 import shutil
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.plugins.types import Clip
+from nsbench.store import atomic
+from nsbench.store.reference import features_from_npz, features_to_npz
 
-FORMAT_VERSION = 1
-# The run loop's code around an engine (resampling, delay compensation), on
-# which every output depends; the engine's own code and what it imports are
-# found from its module (code_files).
-HARNESS_SOURCES = ("run/runner.py", "audio/files.py")
-CHECKS_MODULE = "nsbench.run.checks"
+# Defined in nsbench.store.keys and .digests; importable from here too, as
+# they were, for the modules that still do (the built-ins and the run loop).
+from nsbench.store.digests import (  # noqa: F401
+    code_digest, code_files, digest, file_digest, files_content_digest, files_digest, import_time_nodes, imported_modules,
+    json_text, nsbench_digest, source_file,
+)
+from nsbench.store.keys import (  # noqa: F401
+    CHECKS_ENTRY, FORMAT_VERSION, HARNESS_SOURCES, Identity, checks_identity, clip_digest, engine_identity,
+    metric_identity,
+)
+
 RUNS_FOLDER = "runs"  # under the cache root; the demo set and remixes have their own
-CHECKS_ENTRY = "checks"
 ENGINES_FOLDER = "engines"  # an empty file per engine identity with outputs stored
 
 
@@ -60,157 +45,6 @@ def cache_root() -> Path:
 
 class CorruptEntry(Exception):
     """A cache file that fails its checksum or cannot be parsed."""
-
-
-def digest(*parts: bytes | str) -> str:
-    hasher = hashlib.sha256()
-    for part in parts:
-        data = part.encode() if isinstance(part, str) else part
-        hasher.update(len(data).to_bytes(8, "little"))  # no two part lists hash alike
-        hasher.update(data)
-    return hasher.hexdigest()
-
-
-def file_digest(path: str | Path) -> str:
-    hasher = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            hasher.update(block)
-    return hasher.hexdigest()
-
-
-def code_digest(obj: Any) -> str:
-    """The code of the module defining ``obj`` (a function, a class; through
-    functools.partial, every callable bound), hashed: its file and the files
-    it imports (code_files); "" when it has none (a builtin), so then its name
-    and version alone identify it."""
-    if isinstance(obj, functools.partial):
-        return digest(*(code_digest(part) for part in (obj.func, *obj.args) if callable(part)))
-    module = inspect.getmodule(obj)
-    if module is None:
-        return ""
-    return files_content_digest(code_files(module.__name__))
-
-
-def files_content_digest(paths: Iterable[str]) -> str:
-    """Contents only: the same code keys alike in any checkout or install."""
-    return digest(*(file_digest(path) for path in paths))
-
-
-def code_files(module_name: str) -> list[str]:
-    """The source file of the module and, transitively, of every module it
-    imports from nsbench or from its own top-level package."""
-    follow = {"nsbench", module_name.partition(".")[0]}
-    found: dict[str, str | None] = {}
-    pending = [module_name]
-    while pending:
-        name = pending.pop()
-        if name in found:
-            continue
-        found[name] = path = source_file(name)
-        if path is not None:
-            pending += [dep for dep in imported_modules(path, name) if dep.partition(".")[0] in follow]
-    # In module-name order: the same in a checkout and once installed.
-    return list(dict.fromkeys(path for _, path in sorted(found.items()) if path))
-
-
-def source_file(module_name: str) -> str | None:
-    try:
-        spec = importlib.util.find_spec(module_name)
-    except (ImportError, ValueError):
-        return None
-    origin = spec.origin if spec else None
-    return origin if origin and origin.endswith(".py") and os.path.isfile(origin) else None
-
-
-@functools.lru_cache(maxsize=None)
-def imported_modules(path: str, module_name: str) -> tuple[str, ...]:
-    """The modules a source file imports when it is imported (module level,
-    class bodies and conditional blocks; not inside functions); ``from
-    package import name`` counts as the submodule where ``name`` is one,
-    else as the package."""
-    tree = ast.parse(Path(path).read_text(), filename=path)
-    package = module_name if path.endswith("__init__.py") else module_name.rpartition(".")[0]
-    names: list[str] = []
-    for node in import_time_nodes(tree):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: from the package, up level - 1
-                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                base = f"{parent}.{base}" if base else parent
-            names.append(base)
-            names += [f"{base}.{alias.name}" for alias in node.names if source_file(f"{base}.{alias.name}")]
-    return tuple(dict.fromkeys(name for name in names if name))
-
-
-def files_digest(paths: Iterable[str | Path]) -> str:
-    """For an engine's fingerprint: the contents of those of ``paths`` that are
-    files (a program, a script, a model), so a rebuilt binary gets new keys."""
-    return digest(*(f"{path}:{file_digest(path)}" for path in paths if os.path.isfile(path)))
-
-
-def nsbench_digest(names: Iterable[str]) -> str:
-    """The contents of nsbench's own files, named relative to the package folder."""
-    package = Path(__file__).parents[1]
-    return digest(*(file_digest(package / name) for name in names))
-
-
-def clip_digest(clip: Clip) -> str:
-    """The clip's audio and rate (and transcript): what any output of it, and its scores, depend on."""
-    parts: list[bytes | str] = [str(clip.sample_rate)]
-    for array in (clip.noisy, clip.clean, clip.sources):
-        if array is None:
-            parts.append("none")
-        else:
-            array = np.ascontiguousarray(array)
-            parts += [f"{array.dtype.str}{array.shape}", array.data.cast("B")]
-    if clip.transcript is not None:  # the wer metric's reference: a corrected text is scored anew
-        parts += ["transcript", clip.transcript]
-    return digest(*parts)
-
-
-def json_text(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=repr)
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What a run's outputs and scores depend on, besides each clip: computed
-    once per engine in the parent, and sent to worker processes."""
-
-    engine: str  # digest of the engine's name, version, code, fingerprint and options
-    metrics: Mapping[str, str] = field(default_factory=dict)  # metric name -> digest
-    checks: str = ""
-
-    def output_key(self, clip: Clip) -> str:
-        return digest("output", self.engine, clip_digest(clip))
-
-
-def engine_identity(name: str, version: str, factory: Any, fingerprint: str, options: Mapping[str, Any]) -> str:
-    return digest(
-        f"nsbench-cache-v{FORMAT_VERSION}", name, version, code_digest(factory), fingerprint,
-        json_text(options), nsbench_digest(HARNESS_SOURCES),
-    )
-
-
-def import_time_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes run when a module is imported: function bodies are skipped."""
-    for child in ast.iter_child_nodes(node):
-        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            yield child
-            yield from import_time_nodes(child)
-
-
-def metric_identity(name: str, version: str, func: Any, fingerprint: str = "") -> str:
-    """``fingerprint``: what the metric's own options make of it (a recogniser and its model)."""
-    return digest(name, version, code_digest(func), *([fingerprint] if fingerprint else []))
-
-
-def checks_identity() -> str:
-    """The output checks' code: nsbench.run.checks and all it imports (the SI-SDR maths, the lag search)."""
-    return digest(CHECKS_ENTRY, files_content_digest(code_files(CHECKS_MODULE)))
 
 
 @dataclass
@@ -296,8 +130,6 @@ class Cache:
 
     def get_features(self, key: str) -> dict[str, Any] | None:
         """A clip's reference-side features (nsbench.store.reference), or None."""
-        from nsbench.store.reference import features_from_npz
-
         entry = self._load(key, "features")
         if entry is None:
             return None
@@ -308,8 +140,6 @@ class Cache:
             return None
 
     def put_features(self, key: str, values: Mapping[str, Any]) -> None:
-        from nsbench.store.reference import features_to_npz
-
         self._store(key, "features", {}, features_to_npz(values))
 
     # ------------------------------------------------------------------- files
@@ -347,17 +177,7 @@ class Cache:
             checksum.update(part)
         header = json.dumps({"sha256": checksum.hexdigest(), "meta": meta}).encode()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{key[:8]}-", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(handle, "wb") as file:
-                    file.write(header + b"\n")
-                    for part in payload:
-                        file.write(part)
-                os.replace(temporary, path)
-            finally:
-                if os.path.exists(temporary):
-                    os.remove(temporary)
+            atomic.write_bytes(path, header + b"\n", *payload)
         except OSError as error:  # a full disk or a read-only cache costs the caching, not the clip
             self.warnings.append(f"cannot write to the cache {self.folder}: {error.strerror or error}; going on without it")
 

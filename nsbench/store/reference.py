@@ -7,7 +7,8 @@ numbers). The first engine of the run computes it; later ones get it
 
 * from memory, within one process: the last ``MEMORY_BYTES`` worth of
   features, by clip (a serial run scores engine after engine, clip by clip);
-* from the cache (nsbench.store.cache) otherwise, keyed by the reference audio as
+* from the cache (nsbench.store.cache, given as ``cache``: it imports this
+  module, never the reverse) otherwise, keyed by the reference audio as
   scored (clean and noisy samples, rate), the compute function's code and its
   parameters: so ``--jobs`` workers, which live for one engine, share it too,
   and so does a later run;
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
 import numpy as np
+
+from nsbench.store.digests import code_digest, digest
 
 # Features kept in memory across engines, in bytes (oldest clip out first): the
 # compact per-clip features (band envelopes, masks) of a few hundred clips.
@@ -68,8 +71,6 @@ class ReferenceFeatures:
     def _shared(self, name: str, compute: Callable[..., Features], params: tuple) -> Features:
         if not self.clip_key:
             return compute(self.audio, *params)
-        from nsbench.store.cache import code_digest, digest
-
         # The code is part of the key only where the value outlives this process
         # (the cache): within one, it cannot change, and hashing it (parsing the
         # modules it imports) costs ~0.1 s per worker process.
