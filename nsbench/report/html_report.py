@@ -41,8 +41,8 @@ def html_page(
     grid: Grid | None = None,
     sections: Sequence[str] = (),
     notices: Sequence[str] = (),
-) -> Path:
-    """``sections``: HTML the run adds after the per-cell table (the streaming
+) -> str:
+    """report.html's text (the writer writes it). ``sections``: HTML the run adds after the per-cell table (the streaming
     and per-condition tables: streaming_html, conditions_html; the panel's
     agreement). ``notices``: HTML sections after the highlights (failed clips,
     earlier runs' results, files left out)."""
