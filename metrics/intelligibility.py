@@ -61,7 +61,7 @@ from nsbench.audio.files import non_finite
 from nsbench.builtin.metrics.octave_resample import resample_oct
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.store.reference import Features, ReferenceAudio
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.types import Column, MetricInputs, MetricSpec, MetricUndefined
 
 PYSTOI_VERSION = "0.4.1"  # the version whose steps these are, and the tests compare against
 
@@ -480,6 +480,8 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         description="Short-time objective intelligibility (Taal et al. 2011), pystoi.stoi extended=False",
         ignores="quiet passages (frames 40 dB below the loudest are dropped) and overall level",
         version=pystoi_version,
+        columns={"stoi": Column("STOI", 3, 40)},
+        beside_headline=True,
     ))
     register(MetricSpec(
         name="estoi",

@@ -21,7 +21,7 @@ import numpy as np
 from nsbench.audio.blocks import BLOCK_SAMPLES, spans
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.store.reference import Features, ReferenceAudio
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.types import Column, MetricInputs, MetricSpec, MetricUndefined
 
 SEGMENT_SECONDS = 0.020
 # "More than 40 dB below the loudest segment" is voice-silent; exactly 40 dB is active.
@@ -170,6 +170,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ),
         ignores="what the output contains: residual noise counts as voice; read it beside the gain",
         needs_voice=True,
+        columns={"voice_level_db": Column("voice level", 2, 60)},
     ))
     register(MetricSpec(
         name="music_attenuation_db",
@@ -183,4 +184,5 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ),
         ignores="what happens while the voice is active",
         needs_voice=False,
+        columns={"music_attenuation_db": Column("music att.", 2, 50)},
     ))

@@ -11,7 +11,7 @@ import math
 from typing import Callable
 
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.types import Column, ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined
 
 
 def real_time_factor(seconds: float, duration: float) -> float:
@@ -49,6 +49,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         needs_voice=False,
         needs_reference=False,  # timings alone
         tasks=(ENHANCEMENT, SEPARATION),
+        columns={"rtf_cpu": Column("RTF", 3, 100, plotted=False)},
     ))
     register(MetricSpec(
         name="rtf_wall",

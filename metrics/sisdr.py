@@ -34,7 +34,7 @@ from nsbench.store.reference import Features, ReferenceAudio
 # The maths live in the core, shared with the output checks; imported here
 # under their old names, which tests and plugins use.
 from nsbench.audio.sdr import CLAMP_DB, reference_energy, si_sdr, snr  # noqa: F401
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.types import Column, MetricInputs, MetricSpec, MetricUndefined
 
 INPUT_IS_CLEAN = "input equals the clean reference: no improvement to measure"
 
@@ -104,6 +104,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             "clamped to [-120, 120], silence scores -120"
         ),
         ignores=SCALE_BLIND,
+        columns={"si_sdr": Column("SI-SDR out", 2, 20)},
     ))
     register(MetricSpec(
         name="si_sdr_zm",
@@ -126,6 +127,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             "removal (same convention as si_sdr); undefined when the input is the clean voice"
         ),
         ignores="the engine: it scores the input, the baseline for si_sdri",
+        columns={"si_sdr_input": Column("SI-SDR in", 2, 10, plotted=False)},
     ))
     register(MetricSpec(
         name="si_sdri",
@@ -137,6 +139,8 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             "removal; undefined when the input is the clean voice"
         ),
         ignores=SCALE_BLIND + "; how good the input already was",
+        columns={"si_sdri": Column("SI-SDRi", 2, 30)},
+        headline_by_default=True,
     ))
     register(MetricSpec(
         name="snr",

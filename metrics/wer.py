@@ -25,7 +25,7 @@ import numpy as np
 from nsbench import recognition
 from nsbench.store.cache import cache_root, file_digest, json_text
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MetricInputs, MetricSpec, RecogniserSpec, UserError
+from nsbench.plugins.types import Column, MetricInputs, MetricSpec, RecogniserSpec, UserError
 
 DEFAULT_RECOGNISER = "pocketsphinx"
 POCKETSPHINX_VERSION = "5.1.1"
@@ -172,5 +172,6 @@ def register_metrics(register):
                 "wer_delta": "wer - wer_input (negative: the engine helped recognition)",
             },
             options=wer_options,
+            columns={"wer_input": Column("WER in", 3, 70), "wer": Column("WER out", 3, 80), "wer_delta": Column("WER delta", 3, 90)},
         )
     )

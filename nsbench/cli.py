@@ -30,10 +30,12 @@ from nsbench.run.interrupts import Interrupted, as_interrupted, deferred, signal
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.run.progress import engine_progress, say
 from nsbench.plugins.registry import Registered, Registry, build_registry
-from nsbench.report.tables import engine_result, file_stem
+from nsbench.report import layout
+from nsbench.report.model import engine_result, file_stem
 from nsbench.run.executors import executor_for
 from nsbench.run.runner import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, Executor, run_engine
-from nsbench.report.summary import alignment_summary, baselines_of, summarise
+from nsbench.report.baselines import baselines_of
+from nsbench.report.summary import alignment_summary, summarise
 from nsbench.report.terminal import run_notes_lines, summary_text
 from nsbench.text import fit_rows
 from nsbench.plugins.metric_options import bind_options, metric_provenance
@@ -149,6 +151,7 @@ def run_cli(argv: list[str]) -> int:
     manager = get_plugin_manager(plugins)
     args = build_parser(manager).parse_args(argv)
     registry = build_registry(manager)
+    layout.use(registry)  # the reports place engines and metrics by these specs
     if args.clear_cache:
         print(cache.clear(cache.cache_root()))
         return 0
@@ -223,7 +226,7 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     engines = [declared_by_flags(spec, config, registry) for spec in engines or select_engines([], registry, sources)]
     metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources), dict(config.dataset_options), registry)
     dataset = dataclasses.replace(dataset, headline_metric=no_reference.headline(
-        dataset.headline_metric, [value.name for value in reported_values(metrics)], sources))
+        layout.headline(dataset.headline_metric), [value.name for value in reported_values(metrics)], sources))
     shared = {
         "dataset_description": dataset.describe(dict(config.dataset_options)),
         "reference_use": no_reference.reference_use(sources, metrics, reported_values(metrics)),

@@ -10,7 +10,8 @@ import pytest
 
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.report.tables import TABLE_COLUMNS, fmt, fmt_value
+from nsbench.report import layout
+from nsbench.report.format import fmt, fmt_value
 
 from conftest import REPO_ROOT, add_plugin_to_the_cli, make_folder_dataset, tone_and_noise, write_wav
 
@@ -119,7 +120,7 @@ def test_report_numbers_equal_the_json(demo_run):
         for cell in result["cells"]:
             row = rows[(cell["cell"]["noise"], cell["cell"]["snr_db"], engine)]
             assert row["n"] == str(cell["clips"])
-            for name, title, decimals in TABLE_COLUMNS:
+            for name, title, decimals in layout.table_columns():
                 if name not in cell["metrics"]:  # a metric not run (wer is optional) has no column
                     assert title not in row
                     continue

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from nsbench.report.tables import file_stem
+from nsbench.report.model import file_stem
 
 from conftest import REPO_ROOT, tone_and_noise, write_wav
 

@@ -11,7 +11,7 @@ import pytest
 import scipy.stats
 
 from nsbench.report import signed_rank
-from nsbench.report.summary import paired_difference
+from nsbench.report.baselines import paired_difference
 
 
 def brute_hodges_lehmann(d):

@@ -16,7 +16,8 @@ import pytest
 import soundfile
 
 from nsbench.cli import main
-from nsbench.report.tables import TABLE_COLUMNS, fmt
+from nsbench.report import layout
+from nsbench.report.format import fmt
 
 from conftest import make_folder_dataset
 from test_cli import EXAMPLE_PLUGIN
@@ -119,7 +120,7 @@ def test_the_tables_show_the_numbers_in_the_json(page, report_folder):
     for row in cells:
         cell = next(c for c in stored[row["engine"]]["cells"] if c["cell"]["set"] == row["set"])
         assert row["n"] == str(cell["clips"])
-        for name, title, decimals in TABLE_COLUMNS:
+        for name, title, decimals in layout.table_columns():
             if title in row:
                 assert row[title] == fmt(cell["metrics"][name]["mean"], decimals), (row["engine"], title)
                 checked += row[title] != "–"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from nsbench.report.html_report import checks_html
-from nsbench.report.tables import baselines_text, cell_rows, checks_lines, summary_rows, worst_rows
+from nsbench.report.markdown import baselines_text, checks_lines
+from nsbench.report.tables import cell_rows, summary_rows, worst_rows
 
 DEFINITIONS = {"si_sdri": {"unit": "dB", "higher_is_better": True}}
 

@@ -102,7 +102,7 @@ def test_every_stats_block_has_its_tails_and_seeded_intervals():
 
 
 def paired(ours, theirs, higher=True):
-    from nsbench.report.summary import compare_with_baselines
+    from nsbench.report.baselines import compare_with_baselines
 
     engine = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(ours)]
     baseline = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(theirs)]

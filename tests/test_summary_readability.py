@@ -11,7 +11,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from nsbench.cli import main
-from nsbench.report.tables import fmt_timing, summary_rows
+from nsbench.report.format import fmt_timing
+from nsbench.report.tables import summary_rows
 from nsbench.report.terminal import summary_text
 
 WER = {"wer": {"unit": "%", "higher_is_better": False}}

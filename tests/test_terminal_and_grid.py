@@ -14,7 +14,7 @@ from tqdm import tqdm
 from nsbench.report import listening_grid
 from nsbench.cli import main
 from nsbench.run.progress import NoProgress, PlainProgress, engine_progress
-from nsbench.report.tables import fmt
+from nsbench.report.format import fmt
 from nsbench.report.terminal import summary_text
 from nsbench.plugins.types import ClipRecord
 

@@ -13,7 +13,7 @@ import pytest
 from nsbench.cli import main
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.report.tables import file_stem
+from nsbench.report.model import file_stem
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import UserError
 

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from nsbench.report import layout
 from nsbench.listen import design, screening, stimuli
 from nsbench.listen.design import ANCHOR, INPUT, MUSHRA, P835, REFERENCE, Condition
 from nsbench.listen.run_audio import FinishedRun, load_clip, reopen
@@ -57,7 +58,7 @@ def build(results: Path, output: Path | None, options: Options) -> Built:
     run = reopen(results)
     engines = chosen_engines(run, options.engines)
     keys = cell_keys(run)
-    baseline = [r["engine"] for r in run.results if r["engine"] == "passthrough"]
+    baseline = [r["engine"] for r in run.results if layout.passes_input_through(r["engine"])]
     clips, cells = design.draw_clips(run.records, [*engines, *baseline], keys, options.clips_per_cell, options.seed)
     if not clips:
         raise UserError(f"{results}: no clip that every chosen engine ran without failing")
@@ -88,7 +89,7 @@ def chosen_engines(run: FinishedRun, asked: Sequence[str]) -> list[str]:
     for name in asked:
         if name not in ran:
             raise UserError(f"engine '{name}' is not in {run.folder} (it has {', '.join(ran)})")
-    return list(asked) or [name for name in ran if name != "passthrough"]
+    return list(asked) or [name for name in ran if not layout.passes_input_through(name)]
 
 
 def cell_keys(run: FinishedRun) -> list[str]:

@@ -17,6 +17,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from nsbench.report import layout
+
 MUSHRA, P835 = "mushra", "p835"
 REFERENCE, ANCHOR, INPUT, ENGINE = "reference", "anchor", "input", "engine"
 P835_SCALES = ("sig", "bak", "ovrl")  # in the order P.835 asks them
@@ -71,7 +73,8 @@ def draw_clips(records: Mapping[str, Sequence[Mapping[str, Any]]], engines: Sequ
 def conditions_for(method: str, engines: Sequence[str], has_reference: bool, baseline_ran: bool) -> list[Condition]:
     """MUSHRA: hidden reference, 3.5 kHz anchor, input, engines. P.835: input and engines (and the clean
     reference where the set has one, as a top for the scales)."""
-    found = [Condition(INPUT, engine="" if not baseline_ran else "passthrough")] + [Condition(ENGINE, e) for e in engines]
+    # The input is played from the engine that passes it through, where it ran.
+    found = [Condition(INPUT, engine="" if not baseline_ran else layout.reference_engine())] + [Condition(ENGINE, e) for e in engines]
     if method == MUSHRA:
         return [Condition(REFERENCE), Condition(ANCHOR), *found]
     return ([Condition(REFERENCE)] if has_reference else []) + found

@@ -106,7 +106,7 @@ def output_reader(config: Any, registry: Any, results: list[dict[str, Any]]) -> 
     from nsbench import cli
     from nsbench.store import cache
     from nsbench.report.listening_grid import read_excerpt
-    from nsbench.report.tables import file_stem
+    from nsbench.report.model import file_stem
 
     store = cache.Cache(cache.cache_root())
     holder = types.SimpleNamespace(registry=registry, metric_identities={})  # what cache_identity reads

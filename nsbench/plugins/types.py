@@ -207,6 +207,12 @@ class EngineSpec:
     # Flags that are this engine's definition, not a fault (the passthrough's
     # output is identical to its input): flag name -> why; listed apart.
     expected_flags: Mapping[str, str] = field(default_factory=dict)
+    # --- where the reports place it (nsbench.report.layout) ---
+    # The engine returns its input unchanged (passthrough): the reference
+    # point listed first in every table and left out of the listening grid,
+    # whose rows already play the input. ``baseline`` cannot say this: it
+    # also marks rnnoise.
+    passes_input_through: bool = False
 
     def rate_of(self, engine: Any) -> int | None:
         """The rate the built engine works at: the declared one, or its own."""
@@ -251,7 +257,9 @@ class DatasetSpec:
     requires: tuple[str, ...] = ()
     install: str = ""
     version: Callable[[], str] | str = ""
-    headline_metric: str = "si_sdri"
+    # --- the headline (nsbench.report.layout) ---
+    # "" (the default): the metric whose spec says ``headline_by_default``.
+    headline_metric: str = ""
     table_metrics: tuple[str, ...] = ()
     pooled_cells: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -383,6 +391,27 @@ class MetricSpec:
     pooling: Pooling | None = None  # None: a cell's figures weigh each clip once
     values: Mapping[str, str] = field(default_factory=dict)  # value name -> description
     options: Callable[[Mapping[str, Any], Any], Mapping[str, Any]] | None = None
+    # --- where the reports show it (nsbench.report.layout) ---
+    # Value name (the metric's own, or one of ``values``) -> its column in the
+    # per-cell table; a value without one shows only as a dataset's table_metrics.
+    columns: Mapping[str, Column] = field(default_factory=dict)
+    # Shown beside the headline in every summary, compared with the baselines,
+    # and written as a top-level key of <engine>.json (Picovoice's layout): stoi.
+    beside_headline: bool = False
+    # The headline of a dataset that names none (DatasetSpec.headline_metric ""): si_sdri.
+    headline_by_default: bool = False
+
+
+@dataclass(frozen=True)
+class Column:
+    """A metric's column in the per-cell table: its ``title``, the ``decimals``
+    shown, its place (columns sort by ``order``), and whether the plots draw it
+    (not an input's own score, nor a timing)."""
+
+    title: str
+    decimals: int
+    order: int
+    plotted: bool = True
 
 
 def reported_values(metrics: Sequence[MetricSpec]) -> list[MetricSpec]:

@@ -32,7 +32,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report.summary import clip_values
+from nsbench.report import layout
+from nsbench.report.baselines import clip_values
 from nsbench.plugins.types import ClipRecord, MetricSpec
 
 MIN_ENGINES = 3  # two points always rank-correlate by +-1
@@ -76,10 +77,13 @@ def judges_and_intrusive(metrics: Sequence[MetricSpec]) -> tuple[list[MetricSpec
 
 def panel_agreement(
     records: Mapping[str, Sequence[ClipRecord]], metrics: Sequence[MetricSpec], oracles: Sequence[str] = (),
-    baseline: str | None = "passthrough",
+    baseline: str | None = "",
 ) -> dict[str, Any]:
     """The agreement of every no-reference judge with every intrusive metric
-    the run computed (the module docstring); {} when it computed no pair."""
+    the run computed (the module docstring); {} when it computed no pair.
+    ``baseline`` "": the engine that passes its input through (nsbench.report.layout)."""
+    if baseline == "":
+        baseline = layout.reference_engine()
     engines = {name: rows for name, rows in records.items() if name not in oracles}
     values = {name: {m.name: clip_values(rows, m.name) for m in metrics} for name, rows in engines.items()}
     judges, intrusive = judges_and_intrusive(metrics)
@@ -188,7 +192,7 @@ def agreement_markdown(agreement: Mapping[str, Any]) -> str:
     """The report's section, or "" when the run computed no pair."""
     if not agreement:
         return ""
-    from nsbench.report.tables import markdown_table
+    from nsbench.report.format import markdown_table
 
     return f"{TITLE}\n\n{agreement_intro(agreement)}\n\n{markdown_table(agreement_rows(agreement))}"
 

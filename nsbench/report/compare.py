@@ -13,7 +13,8 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.report.tables import RESULTS_FORMAT_VERSION, Table, fmt, markdown_table
+from nsbench.report.format import Table, fmt, markdown_table
+from nsbench.report.schema import FORMAT_VERSION as RESULTS_FORMAT_VERSION
 from nsbench.text import plural
 from nsbench.plugins.types import UserError
 

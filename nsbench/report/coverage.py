@@ -107,12 +107,6 @@ def marked(result: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def strip_grid_links(result: dict[str, Any]) -> None:
-    for pick in result.get("worst_clips", []) + result.get("typical_clips", []):
-        for key in ("audio", "input_audio", "clean_audio"):
-            pick.pop(key, None)
-
-
 def earlier_text(earlier: Sequence[Mapping[str, Any]]) -> str:
     """report.md's paragraph after the introduction, or ""."""
     if not earlier:

@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nsbench.report.tables import BASELINE_ENGINE, headline_higher_is_better, headline_of
+from nsbench.report import layout
+from nsbench.report.tables import headline_higher_is_better, headline_of
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class Verdict:
 
 
 def ordered(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The baseline first, then the run's order: every table's order."""
-    return sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
+    """The engine that passes its input through first, then the run's order: every table's order."""
+    return layout.reference_first(results)
 
 
 def is_oracle(result: Mapping[str, Any]) -> bool:
@@ -40,8 +41,10 @@ def headline_unit(results: Sequence[Mapping[str, Any]], headline: str) -> str:
     return next((r["metric_definitions"][headline]["unit"] for r in results if headline in r.get("metric_definitions", {})), "")
 
 
-def headline_verdicts(results: Sequence[Mapping[str, Any]], baseline: str = BASELINE_ENGINE) -> list[Verdict]:
-    """Each engine against ``baseline`` on the headline metric, over all clips."""
+def headline_verdicts(results: Sequence[Mapping[str, Any]], baseline: str = "") -> list[Verdict]:
+    """Each engine against ``baseline`` (by default the engine that passes its
+    input through) on the headline metric, over all clips."""
+    baseline = baseline or layout.reference_engine()
     headline = headline_of(results)
     verdicts = []
     for result in results:

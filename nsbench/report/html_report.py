@@ -20,106 +20,16 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
-from nsbench.report import highlights
-
+from nsbench.report import highlights, layout
+from nsbench.report.format import Table, clip_list, clips_count, fmt
+from nsbench.report.html_assets import SCRIPT, STYLE
 from nsbench.run import no_reference
 from nsbench.report.listening_grid import Grid, GridOutput, LISTEN_SECONDS
-from nsbench.report.tables import (
-    BASELINE_ENGINE,
-    Table,
-    baseline_rows,
-    baselines_text,
-    cell_rows,
-    clip_list,
-    clips_count,
-    compensation_text,
-    dataset_attribution,
-    fmt,
-    headline_of,
-    hodges_lehmann_text,
-    pooled_rows,
-    pooled_text,
-    summary_rows,
-)
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; }
-table.sortable th { cursor: pointer; user-select: none; }
-table.sortable th[aria-sort=ascending]::after { content: " \\25B2"; }
-table.sortable th[aria-sort=descending]::after { content: " \\25BC"; }
-.flag { color: #a00; font-weight: bold; }
-.ok { color: #070; }
-.oracle { font-style: italic; color: #555; }
-figure { margin: 0; }
-figure.plot { border: 1px solid #ccc; padding: 0.5em; margin: 0 0 2em 0; width: fit-content; max-width: 100%; }
-figure.plot figcaption { font-weight: bold; margin-bottom: 0.25em; }
-figure.plot img { border: none; margin: 0; }
-tr.oracle-row th, tr.oracle-row td { border-top: 2px dashed #888; font-style: italic; }
-img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
-#grid td { min-width: 240px; }
-#grid img { display: block; margin: 0.25em 0; }
-#grid audio { width: 240px; }
-#heatmap td.value { text-align: right; font-variant-numeric: tabular-nums; }
-input.filter { margin: 0.5em 0; width: 24em; }
-"""
-
-# Sorting and filtering, written into the page (no network, no library).
-# Numbers sort as numbers ("[1.2, 3.4]" by its first), "–" (no value) always last.
-SCRIPT = """
-function sortValue(text) {
-  const match = text.trim().match(/^[\\[(]?\\s*([-+]?\\d+(?:\\.\\d+)?(?:e[-+]?\\d+)?)/i);
-  return match ? parseFloat(match[1]) : null;
-}
-function compareCells(a, b, ascending) {
-  const x = sortValue(a), y = sortValue(b);
-  const missingA = a.trim() === "\u2013" || a.trim() === "", missingB = b.trim() === "\u2013" || b.trim() === "";
-  if (missingA !== missingB) return missingA ? 1 : -1;
-  let order;
-  if (x !== null && y !== null) order = x - y;
-  else if (x !== null || y !== null) order = x !== null ? -1 : 1;
-  else order = a.localeCompare(b, undefined, {numeric: true});
-  return ascending ? order : -order;
-}
-function sortTable(table, column, header) {
-  const ascending = header.getAttribute("aria-sort") !== "ascending";
-  table.querySelectorAll("thead th").forEach(th => th.removeAttribute("aria-sort"));
-  header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-  const body = table.tBodies[0];
-  const rows = Array.from(body.rows);
-  rows.sort((r, s) => compareCells(r.cells[column].textContent, s.cells[column].textContent, ascending));
-  rows.forEach(row => body.appendChild(row));
-}
-function filterTable(box) {
-  const table = document.getElementById(box.dataset.table);
-  const headers = Array.from(table.tHead.rows[0].cells).map(th => th.textContent.trim().toLowerCase());
-  const terms = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
-  let shown = 0;
-  Array.from(table.tBodies[0].rows).forEach(row => {
-    const cells = Array.from(row.cells).map(td => td.textContent.trim().toLowerCase());
-    const text = cells.join(" ");
-    const keep = terms.every(term => {
-      const [key, value] = term.split("=");
-      const column = value === undefined ? -1 : headers.indexOf(key);
-      return column >= 0 ? cells[column] === value : text.includes(term);
-    });
-    row.hidden = !keep;
-    shown += keep;
-  });
-  const count = document.getElementById(box.dataset.table + "-count");
-  if (count) count.textContent = shown + " of " + table.tBodies[0].rows.length + " rows";
-}
-document.querySelectorAll("table.sortable").forEach(table => {
-  table.querySelectorAll("thead th").forEach((header, column) =>
-    header.addEventListener("click", () => sortTable(table, column, header)));
-});
-document.querySelectorAll("input.filter").forEach(box => box.addEventListener("input", () => filterTable(box)));
-"""
+from nsbench.report.markdown import baselines_text, compensation_text, dataset_attribution, pooled_text
+from nsbench.report.tables import baseline_rows, cell_rows, headline_of, hodges_lehmann_text, pooled_rows, summary_rows
 
 
-def write_html(
+def html_page(
     folder: Path,
     dataset: str,
     results: Sequence[Mapping[str, Any]],
@@ -131,8 +41,8 @@ def write_html(
     grid: Grid | None = None,
     sections: Sequence[str] = (),
     notices: Sequence[str] = (),
-) -> Path:
-    """``sections``: HTML the run adds after the per-cell table (the streaming
+) -> str:
+    """report.html's text (the writer writes it). ``sections``: HTML the run adds after the per-cell table (the streaming
     and per-condition tables: streaming_html, conditions_html; the panel's
     agreement). ``notices``: HTML sections after the highlights (failed clips,
     earlier runs' results, files left out)."""
@@ -174,9 +84,7 @@ def write_html(
         f"<title>nsbench: {esc(dataset)}</title><link rel=\"icon\" href=\"data:,\"><style>{STYLE}</style></head>"
         "<body>\n" + "\n".join(body) + f"\n<script>{SCRIPT}</script>\n</body></html>\n"
     )
-    path = folder / "report.html"
-    path.write_text(page)
-    return path
+    return page
 
 
 def streaming_html(results: Sequence[Mapping[str, Any]], blocks: Any, jobs: int) -> str:
@@ -195,7 +103,7 @@ def conditions_html(results: Sequence[Mapping[str, Any]]) -> str:
 
     ordered = highlights.ordered(results)
     headline = headline_of(ordered)
-    losses = conditions.loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), BASELINE_ENGINE)
+    losses = conditions.loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), layout.reference_engine())
     items = "".join(f"<li>{esc(line.removeprefix('- ').replace('**', ''))}</li>" for line in losses)
     return ("<h2>Per condition</h2>" + (f"<p>Where each engine loses most against its gain under none:</p><ul>{items}</ul>" if items else "")
             + f"<p>{esc(conditions.CONDITIONS_TEXT)}</p>" + filter_box("conditions") + table(conditions.condition_rows(ordered), "conditions"))
@@ -247,7 +155,7 @@ def highlights_html(results: Sequence[Mapping[str, Any]]) -> str:
                 items.append(f"<li>{words} {esc(verdicts[0].baseline)} on {esc(headline)} "
                              f"(paired Wilcoxon, 5%): {listed}</li>")
     else:
-        items.append(f"<li>{esc(BASELINE_ENGINE)} did not run: no engine is compared with the baseline.</li>")
+        items.append(f"<li>{esc(layout.reference_engine())} did not run: no engine is compared with the baseline.</li>")
     flagged = [r for r in results if r.get("flags")]
     for result in flagged:
         reasons = "; ".join(f'<span class="flag">{esc(name)}</span> on {clips_count(count)} ({esc(description)})'

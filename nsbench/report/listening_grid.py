@@ -21,7 +21,8 @@ import numpy as np
 import soundfile
 
 from nsbench.report.highlights import cell_name
-from nsbench.report.tables import BASELINE_ENGINE, file_stem
+from nsbench.report import layout
+from nsbench.report.model import file_stem
 from nsbench.plugins.types import ClipError, ClipRecord, ClipSource
 
 GRID_ROWS = 10  # about 1.3 MB of 16-bit audio per row for the default run's 11 columns of 4-second clips
@@ -80,7 +81,7 @@ def choose_clips(
     runs = {engine: first_runs(records) for engine, records in records_by_engine.items()}
     scored = {engine: {clip: r for clip, r in by_clip.items() if not r.failed and metric in r.scores}
               for engine, by_clip in runs.items()}
-    judged = [r for r in results if r["engine"] != BASELINE_ENGINE and r["engine"] in runs] or list(results)
+    judged = [r for r in results if not layout.passes_input_through(r["engine"]) and r["engine"] in runs] or list(results)
     chosen: dict[str, list[str]] = {}
 
     def add(clip: str | None, why: str, room: int) -> None:

@@ -10,7 +10,8 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.report.tables import TABLE_COLUMNS, headline_of
+from nsbench.report import layout
+from nsbench.report.tables import headline_of
 
 SNR_KEY = "snr_db"  # the cell key plotted on the x axis when a dataset has it
 DPI = 100
@@ -48,7 +49,7 @@ def plots_markdown(names: Sequence[str]) -> str:
 
 def plotted_metrics(results: Sequence[Mapping[str, Any]], extra: Sequence[str]) -> list[str]:
     # The input's own score is the same line for every engine; timing has its own plot.
-    shown = [name for name, _, _ in TABLE_COLUMNS if name not in ("si_sdr_input", "rtf_cpu")] + list(extra)
+    shown = [*layout.view().plotted, *extra]
     return [name for name in shown if any(r["metrics"].get(name, {}).get("n") for r in results)]
 
 

@@ -4,16 +4,16 @@ Pure functions of records; the report writers format what these return.
 """
 from __future__ import annotations
 
-import functools
 import math
 from collections import Counter
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from nsbench.run import checks
 
-from nsbench.report import signed_rank
+from nsbench.report import layout
+from nsbench.report.statistics import bootstrap_ci, bootstrap_median_ci, pooled_mean_ci, uncertainty  # noqa: F401 (bootstrap_ci: re-exported)
 from nsbench.text import plural
 from nsbench.plugins.types import ClipRecord, MetricSpec
 
@@ -114,96 +114,17 @@ def item_parts(record: ClipRecord, metric: str) -> tuple[float, float]:
     return float(parts.get("count", 1)), float(parts.get("variance", 0.0))
 
 
-def pooled_mean_ci(per_clip: Sequence[Sequence[tuple[float, float, float]]], level: float = 0.95) -> list[float]:
-    """Percentile bootstrap CI of the item-pooled mean, resampling clips (with
-    their items), as quick_resample_indices draws them; NaN for one clip."""
-    if len(per_clip) < 2:
-        return [math.nan, math.nan]
-    sums = np.array([sum(mean * count for mean, count, _ in rows) for rows in per_clip])
-    counts = np.array([sum(count for _, count, _ in rows) for rows in per_clip])
-    indices = quick_resample_indices(len(per_clip))
-    estimates = sums[indices].sum(axis=1) / counts[indices].sum(axis=1)
-    tail = (1 - level) / 2 * 100
-    return [float(np.percentile(estimates, tail)), float(np.percentile(estimates, 100 - tail))]
-
-
-BOOTSTRAP_RESAMPLES = 1000
-
-
-@functools.lru_cache(maxsize=32)  # an engine's cells come in a few sizes
-def resample_indices(count: int) -> np.ndarray:
-    """(resamples, count) indices; the same for every call with this count."""
-    return np.stack([np.random.RandomState(i).randint(0, count, count) for i in range(BOOTSTRAP_RESAMPLES)])
-
-
-@functools.lru_cache(maxsize=32)
-def quick_resample_indices(count: int) -> np.ndarray:
-    """(resamples, count) indices seeded by the count: the same on every run.
-    One generator call, where resample_indices builds 1000 (0.25 s per size):
-    the per-cell intervals need determinism, not earthspecies' exact draws."""
-    return np.random.default_rng(count).integers(0, count, (BOOTSTRAP_RESAMPLES, count))
-
-
-def bootstrap_ci(values: Sequence[float], statistic: Callable = np.median, level: float = 0.95) -> list[float]:
-    """Percentile bootstrap confidence interval of ``statistic`` (deterministic).
-
-    Resample i draws its indices from ``np.random.RandomState(i)``, as the
-    ``confidence_intervals`` package behind earthspecies' results.py does, so
-    the pooled interval of the median reproduces theirs on the same rows.
-    """
-    array = np.asarray(values, dtype=np.float64)
-    if array.size == 0:
-        return [math.nan, math.nan]
-    estimates = statistic(array[resample_indices(len(array))], axis=1)
-    tail = (1 - level) / 2 * 100
-    return [float(np.percentile(estimates, tail)), float(np.percentile(estimates, 100 - tail))]
-
-
-def bootstrap_median_ci(values: Sequence[float], level: float = 0.95) -> list[float]:
-    return bootstrap_ci(values, np.median, level)
-
-
-def uncertainty(columns: Mapping[str, Sequence[float]]) -> dict[str, dict[str, Any]]:
-    """Per column (metric): the tails (5th and 95th percentiles: which is the
-    bad one depends on the metric's direction) and percentile-bootstrap 95%
-    CIs of the mean and median (quick_resample_indices). A single clip has
-    no interval (NaN, shown "–"): every resample of one value is that value,
-    and a zero-width interval would claim certainty.
-
-    Columns of equal length go through numpy together: one call per cell
-    instead of one per metric (a demo run has about 5000 columns)."""
-    by_size: dict[int, list[str]] = {}
-    for name, values in columns.items():
-        by_size.setdefault(len(values), []).append(name)
-    result = {}
-    for size, names in by_size.items():
-        if not size:
-            result.update({name: {"p5": math.nan, "p95": math.nan, "mean_ci95": [math.nan] * 2, "median_ci95": [math.nan] * 2} for name in names})
-            continue
-        array = np.array([columns[name] for name in names], dtype=np.float64)  # (columns, clips)
-        samples = array[:, quick_resample_indices(size)]  # (columns, resamples, clips)
-        low, high = np.percentile([samples.mean(axis=2), np.median(samples, axis=2)], [2.5, 97.5], axis=2)
-        tails = np.percentile(array, [5, 95], axis=1)
-        for i, name in enumerate(names):
-            result[name] = {
-                "p5": float(tails[0, i]),
-                "p95": float(tails[1, i]),
-                "mean_ci95": [float(low[0, i]), float(high[0, i])] if size > 1 else [math.nan] * 2,
-                "median_ci95": [float(low[1, i]), float(high[1, i])] if size > 1 else [math.nan] * 2,
-            }
-    return result
-
-
 def summarise(
     records: Sequence[ClipRecord],
     metrics: Sequence[MetricSpec],
     cell_keys: Sequence[str],
-    headline: str = "si_sdri",
+    headline: str = "",
     pooled_cells: Mapping[str, Sequence[str]] = {},
     voice_drop_db: float = checks.VOICE_DROP_DB,
     expected_flags: Mapping[str, str] = {},
 ) -> dict[str, Any]:
     """Overall and per-cell statistics for one engine's records.
+    ``headline``: the dataset's ("": the default one, nsbench.report.layout).
     ``expected_flags``: the engine spec's (flags that define it, listed apart).
 
     ``pooled_cells`` maps a new value of the first cell key to the values it
@@ -211,6 +132,7 @@ def summarise(
     keys' values; those rows are marked ``pooled`` and never named as the
     worst cell (their members already are rows).
     """
+    headline = layout.headline(headline)
     cells: dict[tuple[str, ...], list[ClipRecord]] = {}
     for record in records:
         cells.setdefault(cell_of(record.labels, cell_keys), []).append(record)
@@ -401,98 +323,3 @@ def pick(record: ClipRecord, metric: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- paired comparisons
-
-SIGNIFICANCE = 0.05
-
-
-def compared_metrics(metrics: Sequence[MetricSpec], headline: str) -> list[MetricSpec]:
-    """The headline metric and STOI: the two the tables rank by."""
-    chosen = [headline_spec(metrics, headline)] + [m for m in metrics if m.name == "stoi"]
-    return list({m.name: m for m in chosen if m is not None}.values())
-
-
-def compare_with_baselines(
-    records_by_engine: Mapping[str, Sequence[ClipRecord]], metrics: Sequence[MetricSpec], cell_keys: Sequence[str],
-    baselines: Sequence[str] = (),
-) -> dict[str, dict[str, Any]]:
-    """engine -> baseline -> metric -> paired comparison over all clips and per
-    cell. ``baselines``: the engines whose spec says ``baseline``, in order."""
-    return {
-        engine: {
-            baseline: {
-                metric.name: paired_by_cell(records, records_by_engine[baseline], metric, cell_keys)
-                for metric in metrics
-            }
-            for baseline in baselines_of(engine, baselines)
-            if baseline in records_by_engine
-        }
-        for engine, records in records_by_engine.items()
-    }
-
-
-def baselines_of(engine: str, baselines: Sequence[str]) -> Sequence[str]:
-    """Every baseline for an engine; for a baseline, those before it (RNNoise
-    against the passthrough, not the mirror of that)."""
-    return baselines[: list(baselines).index(engine)] if engine in baselines else baselines
-
-
-def paired_by_cell(
-    records: Sequence[ClipRecord], baseline: Sequence[ClipRecord], metric: MetricSpec, cell_keys: Sequence[str]
-) -> dict[str, Any]:
-    ours, theirs = clip_values(records, metric.name), clip_values(baseline, metric.name)
-    cells: dict[tuple[str, ...], list[str]] = {}
-    for record in records:  # seeds repeat a clip: it pairs once
-        members = cells.setdefault(cell_of(record.labels, cell_keys), [])
-        if record.clip_id in ours and record.clip_id in theirs and record.clip_id not in members:
-            members.append(record.clip_id)
-    paired = [clip for clips in cells.values() for clip in clips]
-    return {
-        "all": paired_difference([ours[c] for c in paired], [theirs[c] for c in paired], metric.higher_is_better),
-        "cells": [
-            {"cell": dict(zip(cell_keys, cell)), **paired_difference([ours[c] for c in clips], [theirs[c] for c in clips], metric.higher_is_better)}
-            for cell, clips in sorted(cells.items(), key=lambda item: natural_key(item[0]))
-        ],
-    }
-
-
-def clip_values(records: Sequence[ClipRecord], name: str) -> dict[str, float]:
-    """Per clip, its value (the mean over seeds, as metric_stats counts it)."""
-    values: dict[str, list[float]] = {}
-    for record in records:
-        if not record.failed and name in record.scores:
-            values.setdefault(record.clip_id, []).append(record.scores[name])
-    return {clip: float(np.mean(v)) for clip, v in values.items()}
-
-
-def paired_difference(ours: Sequence[float], theirs: Sequence[float], higher_is_better: bool) -> dict[str, Any]:
-    """Wilcoxon signed-rank test of the per-clip differences (ours - theirs),
-    with the Hodges-Lehmann estimate of the difference and its 95% interval
-    from the same test (nsbench.report.signed_rank.hodges_lehmann_interval: exact
-    for n <= 50 without equal differences, else the normal approximation).
-    The verdict's direction is the estimate's, so it sits inside the interval.
-
-    Chosen over a paired bootstrap because it stays honest on the two or three
-    clips of a cell: with fewer than 6 pairs no difference can reach 5%, where a
-    bootstrap of two same-signed differences would call it certain.
-    """
-    differences = np.asarray(ours, dtype=np.float64) - np.asarray(theirs, dtype=np.float64)
-    result = {"n": int(differences.size), "mean_difference": math.nan, "hodges_lehmann": math.nan,
-              "hl_ci95": [math.nan, math.nan], "ci_method": "", "p_value": math.nan}
-    if not differences.size:
-        return {**result, "verdict": "no paired clips"}
-    low, high, method = signed_rank.hodges_lehmann_interval(differences)
-    result.update(mean_difference=float(differences.mean()), hodges_lehmann=signed_rank.hodges_lehmann(differences),
-                  hl_ci95=[low, high], ci_method=method)
-    result["p_value"] = wilcoxon_p(differences)
-    if not result["p_value"] < SIGNIFICANCE:
-        return {**result, "verdict": "not distinguishable"}
-    # The estimate the test's interval is centred on; the mean only where ties put it at 0.
-    direction = result["hodges_lehmann"] or result["mean_difference"]
-    return {**result, "verdict": "better" if (direction > 0) == higher_is_better else "worse"}
-
-
-def wilcoxon_p(differences: np.ndarray) -> float:
-    """scipy.stats.wilcoxon's p-value (nsbench.report.signed_rank says why not scipy's own)."""
-    if not np.any(differences):
-        return 1.0  # identical on every clip
-    return signed_rank.wilcoxon_p(differences)

@@ -11,7 +11,8 @@ from typing import Any, Mapping, Sequence
 from nsbench.report import coverage, failures, highlights
 
 from nsbench.run import no_reference
-from nsbench.report.tables import fmt, fmt_timing, headline_of, hodges_lehmann_text, interval
+from nsbench.report.format import fmt, fmt_timing, interval
+from nsbench.report.tables import beside_headline_columns, headline_of, hodges_lehmann_text
 from nsbench.text import plural
 
 ORACLE_MARK = "[oracle]"
@@ -43,9 +44,10 @@ def summary_text(
 
 
 def engine_table(results: Sequence[Mapping[str, Any]], headline: str) -> list[str]:
-    stoi = any(computed(result.get("stoi")) for result in results)  # not with --metric wer: no column of dashes
+    # The values beside the headline (stoi) that some engine has: not with --metric wer, no column of dashes.
+    beside = {name: column for name, column in beside_headline_columns().items() if any(computed(r.get(name)) for r in results)}
     rtf = any(computed(result.get("rtf")) for result in results)
-    header = ["engine", f"{headline} [95% CI]", *["STOI"] * stoi, *["RTF"] * rtf, "flagged", f"worst cell ({headline} there)"]
+    header = ["engine", f"{headline} [95% CI]", *(title for title, _ in beside.values()), *["RTF"] * rtf, "flagged", f"worst cell ({headline} there)"]
     rows = [header]
     for result in results:
         stats = result["metrics"].get(headline, {})
@@ -55,7 +57,7 @@ def engine_table(results: Sequence[Mapping[str, Any]], headline: str) -> list[st
         rows.append([
             name,
             f"{fmt(stats.get('mean', math.nan), 2)} {interval(stats.get('mean_ci95'), 2)}",
-            *[fmt(result.get("stoi", math.nan), 3)] * stoi,
+            *(fmt(result.get(name, math.nan), decimals) for name, (_, decimals) in beside.items()),
             *[fmt_timing(result.get("rtf", math.nan))] * rtf,
             (plural(flagged, "clip") if flagged else "–") + failed,
             highlights.worst_cell_text(result),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import os
 import shutil
 import sys
@@ -29,14 +30,48 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, coverage, failures, highlights, listening_grid
+from nsbench.report import agreement, compare, coverage, failures, highlights, layout, listening_grid, model
 
 from nsbench.run import checks, conditions, no_reference, streaming
 from nsbench.audio.files import write_audio
 from nsbench.run.config import RunConfig
-from nsbench.report.tables import ClipLog, file_stem, headline_higher_is_better, report_markdown, write_json
-from nsbench.report.summary import compare_with_baselines, compared_metrics
+from nsbench.store import atomic
+from nsbench.report.baselines import compare_with_baselines, compared_metrics
+from nsbench.report.markdown import report_markdown
+from nsbench.report.model import file_stem
+from nsbench.report.tables import headline_higher_is_better
 from nsbench.plugins.types import ClipRecord, ClipSource, DatasetSpec, MetricSpec
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """The one place a result file is written: to a temporary name, then
+    renamed, so a reader never finds it half-written."""
+    atomic.write_text(path, text)
+
+
+def write_json(path: Path, payload: Any) -> None:
+    write_atomically(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+
+
+class ClipLog:
+    """``<engine>.clips.jsonl``, one line per clip, flushed as each arrives so
+    an interrupted run keeps every clip already scored (appended, so not
+    through write_atomically)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._file = None  # opened with the first record: an engine that never starts leaves no file
+
+    def add(self, record: ClipRecord) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("w")
+        self._file.write(json.dumps(record.to_json()) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 
@@ -61,6 +96,7 @@ class ResultsWriter:
                  baselines: Sequence[str] = (), conditions: Sequence[str] = ()):
         self.config, self.dataset, self.metrics, self.baselines = config, dataset, metrics, baselines
         self.conditions = conditions  # --condition's, "none" first; empty without
+        self.headline = layout.headline(dataset.headline_metric)
         self.folder = config.results_folder / dataset.name
         self.sources = {source.clip_id: source for source in sources}
         self.tolerances = compare.parse_tolerances(list(config.compare_tolerance))
@@ -103,9 +139,9 @@ class ResultsWriter:
         self.records[result["engine"]] = records
         if not self.config.html and self.config.output_folder:
             outputs = Path(self.config.output_folder) / file_stem(result["engine"])
-            for pick in result["worst_clips"] + result["typical_clips"]:
+            for pick in model.listening_picks(result):
                 if (outputs / f"{pick['run']}.wav").is_file():
-                    pick["audio"] = os.path.relpath(outputs / f"{pick['run']}.wav", self.folder)
+                    model.link_audio(pick, audio=os.path.relpath(outputs / f"{pick['run']}.wav", self.folder))
 
     def listening(self, results: list[dict[str, Any]]) -> listening_grid.Grid:
         """The grid's audio and spectrograms; the worst and typical clips it holds get their paths in the JSON."""
@@ -113,7 +149,7 @@ class ResultsWriter:
         try:
             grid = listening_grid.build_grid(
                 self.folder, highlights.ordered(results), self.records, self.sources, self.kept_output,
-                self.dataset.headline_metric, headline_higher_is_better(results, self.dataset.headline_metric),
+                self.headline, headline_higher_is_better(results, self.headline),
             )
         finally:
             if self.spill:
@@ -121,9 +157,10 @@ class ResultsWriter:
         paths = {(output.engine, output.run): (output.audio, row.input_audio, row.clean_audio)
                  for row in grid.rows for output in row.outputs if output.audio}
         for result in results:
-            for pick in result["worst_clips"] + result["typical_clips"]:
+            for pick in model.listening_picks(result):
                 if (result["engine"], pick["run"]) in paths:
-                    pick["audio"], pick["input_audio"], pick["clean_audio"] = paths[(result["engine"], pick["run"])]
+                    audio, input_audio, clean_audio = paths[(result["engine"], pick["run"])]
+                    model.link_audio(pick, audio=audio, input_audio=input_audio, clean_audio=clean_audio)
         return grid
 
     # --------------------------------------------------------------- at the end
@@ -136,7 +173,7 @@ class ResultsWriter:
         grid = self.listening(results) if self.config.html else None
         self.add_comparisons(results)
         for result in results:
-            write_json(self.folder / f"{file_stem(result['engine'])}.json", result)
+            write_json(self.folder / f"{file_stem(result['engine'])}.json", model.validated(result))
         current = results
         results = [*results, *self.earlier(results)]
         self.agreement = self.panel_agreement(results)
@@ -158,7 +195,7 @@ class ResultsWriter:
         if interruption:
             title, _, rest = report.partition("\n\n")
             report = f"{title}\n\n{interruption}\n\n{rest}"
-        (self.folder / "report.md").write_text(report)
+        write_atomically(self.folder / "report.md", report)
         from nsbench.listen.report_section import include  # a listening test collected here keeps its section
 
         include(self.folder)
@@ -172,7 +209,7 @@ class ResultsWriter:
         self.coverage = coverage.earlier_results(self.folder, self.identity, ran, {name: file_stem(name) for name in ran})
         if self.config.html:  # the listening grid was rebuilt for this run's engines only
             for result in self.coverage.earlier:
-                coverage.strip_grid_links(result)
+                model.unlink_audio(result)
         return self.coverage.earlier
 
     def extras(self, results: list[dict[str, Any]], grid: listening_grid.Grid | None,
@@ -209,10 +246,10 @@ class ResultsWriter:
         return found
 
     def add_comparisons(self, results: list[dict[str, Any]]) -> None:
-        metrics = compared_metrics(self.metrics, self.dataset.headline_metric)
+        metrics = compared_metrics(self.metrics, self.headline)
         comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
         for result in results:
-            result["comparisons"] = comparisons.get(result["engine"], {})
+            model.with_comparisons(result, comparisons.get(result["engine"], {}))
 
     def plots(self, results: list[dict[str, Any]]) -> list[str]:
         from nsbench.report.plots import write_plots  # matplotlib only when plots are drawn
@@ -221,7 +258,7 @@ class ResultsWriter:
 
     def html(self, results: list[dict[str, Any]], plots: list[str], regression: Mapping[str, Any] | None,
              grid: listening_grid.Grid, current: list[dict[str, Any]]) -> None:
-        from nsbench.report.html_report import conditions_html, streaming_html, write_html
+        from nsbench.report.html_report import conditions_html, html_page, streaming_html
 
         blocks = streaming.blocks_from(self.config)
         sections = [*([conditions_html(results)] if self.conditions else []),
@@ -234,6 +271,6 @@ class ResultsWriter:
         if regression is not None:
             table = compare.comparison_rows(regression)
             text = compare.comparison_summary(regression).replace("**", "")
-        write_html(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
-                   grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice])
+        write_atomically(self.folder / "report.html", html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
+                   grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice]))
 

@@ -304,11 +304,13 @@ def loss_lines(results: Sequence[Mapping[str, Any]], metric: str, higher_is_bett
 def report_parts(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     """report.md's paragraph for its top section (each engine's worst
     condition against none) and its per-condition section."""
-    from nsbench.report.tables import BASELINE_ENGINE, headline_higher_is_better, headline_of, markdown_table
+    from nsbench.report import layout
+    from nsbench.report.format import markdown_table
+    from nsbench.report.tables import headline_higher_is_better, headline_of
 
-    ordered = sorted(results, key=lambda r: r["engine"] != BASELINE_ENGINE)
+    ordered = layout.reference_first(results)
     headline = headline_of(ordered)
-    lines = loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), BASELINE_ENGINE)
+    lines = loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), layout.reference_engine())
     top = ["**Input conditions**: where each engine loses most against its gain under none "
            f"(per-condition means below).\n\n" + "\n".join(lines)] if lines else []
     section = f"## Per condition\n\n{CONDITIONS_TEXT}\n\n" + markdown_table(condition_rows(ordered))

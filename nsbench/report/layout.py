@@ -1,0 +1,95 @@
+"""Where the reports place engines and metrics, read from the plugins' specs.
+
+The core names no plugin: the engine listed first (``EngineSpec.passes_input_through``),
+the per-cell table's columns (``MetricSpec.columns``), the figure shown beside
+the headline (``MetricSpec.beside_headline``) and the headline of a dataset
+that names none (``MetricSpec.headline_by_default``) all come from the specs
+registered. The run hands its registry over (``use``), so a ``--plugin``'s
+specs count; without one (a report built from stored files, a test) the
+registry of the installed plugins is built once, when first needed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+_registry: Any = None
+
+
+def use(registry: Any) -> None:
+    """The registry whose specs place engines and metrics (the run's)."""
+    global _registry
+    _registry = registry
+    _views.clear()
+
+
+def registry() -> Any:
+    global _registry
+    if _registry is None:
+        from nsbench.plugins.manager import get_plugin_manager  # the plugins, only when a report needs them
+        from nsbench.plugins.registry import build_registry
+
+        _registry = build_registry(get_plugin_manager())
+    return _registry
+
+
+@dataclass(frozen=True)
+class View:
+    """What the specs say, once per registry."""
+
+    references: frozenset[str]  # engines that pass their input through
+    columns: tuple[tuple[str, str, int], ...]  # (value name, title, decimals), in table order
+    plotted: tuple[str, ...]  # the columns the plots draw
+    beside_headline: tuple[str, ...]  # values shown beside the headline (stoi)
+    default_headline: str  # a dataset's headline when it names none (si_sdri)
+
+
+_views: dict[int, View] = {}
+
+
+def view() -> View:
+    found = registry()
+    if id(found) not in _views:
+        _views[id(found)] = read_view(found)
+    return _views[id(found)]
+
+
+def read_view(found: Any) -> View:
+    metrics = [record.spec for record in found.metrics]
+    columns = sorted(((column.order, name, column) for metric in metrics for name, column in metric.columns.items()),
+                     key=lambda entry: entry[0])
+    return View(
+        references=frozenset(record.spec.name for record in found.engines if record.spec.passes_input_through),
+        columns=tuple((name, column.title, column.decimals) for _, name, column in columns),
+        plotted=tuple(name for _, name, column in columns if column.plotted),
+        beside_headline=tuple(metric.name for metric in metrics if metric.beside_headline),
+        default_headline=next((metric.name for metric in metrics if metric.headline_by_default), ""),
+    )
+
+
+def passes_input_through(engine: str) -> bool:
+    return engine in view().references
+
+
+def reference_engine() -> str:
+    """The name of the engine that passes its input through ("" if none is registered)."""
+    return min(view().references, default="")
+
+
+def reference_first(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The results with the engine that passes its input through first (a stable sort)."""
+    return sorted(results, key=lambda result: not passes_input_through(result["engine"]))
+
+
+def table_columns() -> tuple[tuple[str, str, int], ...]:
+    """(value name, column title, decimals) of the per-cell table, in order."""
+    return view().columns
+
+
+def beside_headline() -> tuple[str, ...]:
+    return view().beside_headline
+
+
+def headline(named: str) -> str:
+    """A dataset's headline: the one it names, or the default one."""
+    return named or view().default_headline

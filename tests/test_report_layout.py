@@ -1,0 +1,37 @@
+"""The reports place engines and metrics by their specs' fields (nsbench.report.layout),
+not by name: a plugin's engine that passes its input through is listed first,
+a plugin's metric with a Column gets one, in its order."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from nsbench.plugins.types import Column, EngineSpec, MetricSpec
+from nsbench.report import layout
+
+
+def engine(name: str, **fields) -> SimpleNamespace:
+    return SimpleNamespace(spec=EngineSpec(name=name, factory=lambda options: None, description="", sample_rate=None, delay=0, **fields))
+
+
+def metric(name: str, **fields) -> SimpleNamespace:
+    return SimpleNamespace(spec=MetricSpec(name=name, func=lambda inputs: 0.0, unit="", higher_is_better=True, description="",
+                                           ignores="", **fields))
+
+
+def test_the_specs_fields_place_engines_and_metrics():
+    registry = SimpleNamespace(
+        engines=[engine("mine"), engine("copy", passes_input_through=True), engine("other", baseline=True)],
+        metrics=[metric("late", columns={"late": Column("Late", 1, 20)}), metric("gain", headline_by_default=True,
+                 columns={"gain": Column("Gain", 2, 10, plotted=False)}), metric("side", beside_headline=True)],
+    )
+    layout.use(registry)
+    try:
+        assert [r["engine"] for r in layout.reference_first([{"engine": "mine"}, {"engine": "other"}, {"engine": "copy"}])] \
+            == ["copy", "mine", "other"]
+        assert layout.reference_engine() == "copy" and not layout.passes_input_through("other")  # baseline is not enough
+        assert layout.table_columns() == (("gain", "Gain", 2), ("late", "Late", 1))
+        assert layout.view().plotted == ("late",)
+        assert layout.beside_headline() == ("side",)
+        assert layout.headline("") == "gain" and layout.headline("late") == "late"
+    finally:
+        layout.use(None)  # back to the installed plugins' registry
