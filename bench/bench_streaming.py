@@ -31,7 +31,7 @@ from nsbench.run import streaming  # noqa: E402
 from nsbench.builtin.datasets import demo  # noqa: E402
 from nsbench.builtin.engines.passthrough import PassthroughStream  # noqa: E402
 from nsbench.cli import main  # noqa: E402
-from nsbench.run.runner import cpu_seconds  # noqa: E402
+from nsbench.run.clips import cpu_seconds  # noqa: E402
 
 ENGINES = ("webrtc", "speex", "deepfilternet", "rnnoise")
 BLOCKS = (("--block-size", "128"), ("--block-ms", "10"))

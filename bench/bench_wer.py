@@ -33,6 +33,7 @@ from nsbench import recognition  # noqa: E402
 from nsbench.plugins.metric_options import bind_options  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
+from nsbench.run.engine_run import EngineRun  # noqa: E402
 from nsbench.run.runner import run_engine  # noqa: E402
 from nsbench.plugins.types import MetricInputs  # noqa: E402
 
@@ -55,7 +56,7 @@ def cost_per_clip(count: int) -> None:
     outputs = {}
     for name in COST_ENGINES:
         spec = registry.engines.get(name).spec
-        outputs[name] = [outcome.output for outcome in run_engine(spec, {"seed": None}, sources, [])]
+        outputs[name] = [outcome.output for outcome in run_engine(EngineRun(spec, {"seed": None}, []), sources)]
     clips = [source.load() for source in sources]
 
     bound = metric.func.args[1]  # the options bind_options gave the metric

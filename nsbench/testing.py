@@ -205,6 +205,7 @@ def _check_repeatable(engine: Any, spec: EngineSpec, options: Mapping[str, Any],
 
 def _check_in_run_loop(spec: EngineSpec, options: Mapping[str, Any], findings: Findings) -> None:
     """Through nsbench's run loop: every clip runs, and every engine built is closed."""
+    from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
 
     built, closed = [], []
@@ -219,7 +220,7 @@ def _check_in_run_loop(spec: EngineSpec, options: Mapping[str, Any], findings: F
     counted = dataclasses.replace(spec, factory=counting_factory)
     rate = spec.sample_rate if isinstance(spec.sample_rate, int) else DEFAULT_RATE
     try:
-        outcomes = list(run_engine(counted, options, generated_sources(rate), []))
+        outcomes = list(run_engine(EngineRun(counted, options, []), generated_sources(rate)))
     except Exception as error:
         findings.faults.append(f"the run loop could not run it: {type(error).__name__}: {error}")
         return

@@ -20,7 +20,8 @@ import numpy as np
 from nsbench.audio.alignment import estimate_lag
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.run.runner import Outcome, run_engine
+from nsbench.run.engine_run import EngineRun, Outcome
+from nsbench.run.runner import run_engine
 from nsbench.plugins.types import ClipSource
 
 STATIONARY_CELLS = {("white", "0"), ("white", "5"), ("pink", "0"), ("pink", "5")}
@@ -35,7 +36,7 @@ def run_builtin(name: str, sources: Sequence[ClipSource], options: Mapping[str, 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
     record = registry.engines.require_available(name)
     metrics = [registry.metrics.get(m).spec for m in ("si_sdr", "si_sdr_input", "si_sdri")]
-    return list(run_engine(record.spec, options, sources, metrics))
+    return list(run_engine(EngineRun(record.spec, options, metrics), sources))
 
 
 def assert_improves_and_aligned(outcomes: Sequence[Outcome], sources: Sequence[ClipSource], min_gain_db: float = 0.5) -> None:

@@ -119,6 +119,7 @@ def compute(clip_indices: tuple[int, ...] = CLIP_INDICES, skipped_metrics: tuple
         sys.path.insert(0, str(REPO_ROOT))
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
+    from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
     from nsbench.plugins.types import ENHANCEMENT
 
@@ -133,7 +134,7 @@ def compute(clip_indices: tuple[int, ...] = CLIP_INDICES, skipped_metrics: tuple
     engines = [record.spec for record in registry.engines if record.available and record.spec.name not in SKIPPED_ENGINES]
     table: dict[str, Any] = {}
     for engine in engines:
-        records = [outcome.record for outcome in run_engine(engine, {}, sources, metrics)]
+        records = [outcome.record for outcome in run_engine(EngineRun(engine, {}, metrics), sources)]
         table[engine.name] = {
             record.clip_id: {"scores": record.scores, "undefined": record.undefined, "error": record.error}
             for record in records

@@ -11,6 +11,7 @@ from nsbench.store import cache, digests, keys
 
 from nsbench.run import checks
 from nsbench.builtin.engines.passthrough import build as build_passthrough
+from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import Clip, ClipSource, EngineSpec
 
@@ -29,7 +30,7 @@ def run_cached(root: Path):
     spec = EngineSpec(name="passthrough", factory=build_passthrough, description="", sample_rate=None, delay=0)
     run_cache = cache.Cache(root)
     identity = keys.Identity(keys.engine_identity("passthrough", "1", build_passthrough, "", {}), {}, keys.checks_identity())
-    [outcome] = run_engine(spec, {}, [noisy_source()], [], cache=run_cache, identity=identity)
+    [outcome] = run_engine(EngineRun(spec, {}, [], cache=run_cache, identity=identity), [noisy_source()])
     return outcome.record
 
 

@@ -276,6 +276,7 @@ def test_the_served_program_takes_blocks_of_any_size(stationary):
 
 
 def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a_fresh_one(tmp_path, stationary):
+    from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
     from nsbench.plugins.types import MEASURED, EngineSpec
 
@@ -287,7 +288,7 @@ def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a
     from nsbench.builtin.metrics import sisdr
 
     metrics = [spec for spec in registered_metrics(sisdr) if spec.name == "si_sdri"]
-    first, second = run_engine(spec, {}, stationary[:2], metrics)
+    first, second = run_engine(EngineRun(spec, {}, metrics), stationary[:2])
     assert first.record.error == "dying died mid-clip (signal 9, SIGKILL); the next clip starts a fresh program"
     assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
     expected = rnnoise.RNNoiseDemo(TOOL, "per clip", 60.0, cwd=REPO_ROOT)
@@ -303,6 +304,7 @@ def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a
 
 def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stationary):
     from nsbench.builtin.metrics import sisdr
+    from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
     from nsbench.plugins.types import MEASURED, EngineSpec
 
@@ -313,7 +315,7 @@ def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stati
     )
     metrics = [spec for spec in registered_metrics(sisdr) if spec.name == "si_sdri"]
     started = time.monotonic()
-    first, second = run_engine(spec, {}, stationary[:2], metrics)
+    first, second = run_engine(EngineRun(spec, {}, metrics), stationary[:2])
     assert first.record.error == "hanging timed out after 8 s and was killed; the next clip starts a fresh program"
     assert not second.record.failed and second.record.scores["si_sdri"] > 0.5
     assert time.monotonic() - started < 60

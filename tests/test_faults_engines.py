@@ -34,6 +34,7 @@ from nsbench.builtin.engines.passthrough import Passthrough
 from nsbench.builtin.metrics.sisdr import si_sdr
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
+from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import EngineSpec
 
@@ -84,7 +85,7 @@ def test_a_command_writing_garbage_fails_those_clips_only(tmp_path, monkeypatch)
     monkeypatch.setattr(tempfile, "tempdir", None)
     (tmp_path / "tmp").mkdir()
     spec, options = engine(program_by_call(tmp_path, {n: body for n, (body, _) in COMMAND_GARBAGE.items()}))
-    outcomes = list(run_engine(spec, options, sources(len(COMMAND_GARBAGE) + 1), metrics("si_sdr")))
+    outcomes = list(run_engine(EngineRun(spec, options, metrics("si_sdr")), sources(len(COMMAND_GARBAGE) + 1)))
     for outcome, (_, message) in zip(outcomes, COMMAND_GARBAGE.values()):
         assert outcome.record.error and re.fullmatch(message, outcome.record.error), outcome.record.error
     last, clip = outcomes[-1].record, sources(len(outcomes))[-1].load()
@@ -137,7 +138,7 @@ def test_an_engine_that_cannot_prepare_fails_that_clip_and_is_rebuilt():
             if self.broken:
                 raise RuntimeError("state reset failed")
 
-    records = [o.record for o in run_engine(engine_spec(lambda o: Fragile()), {}, sources(3), metrics("si_sdr"))]
+    records = [o.record for o in run_engine(EngineRun(engine_spec(lambda o: Fragile()), {}, metrics("si_sdr")), sources(3))]
     assert [r.error for r in records] == ["engine could not prepare: RuntimeError: state reset failed", None, None]
     assert Fragile.builds == 2  # discarded after its failure, built afresh once
 
@@ -155,7 +156,7 @@ def test_an_engine_that_cannot_be_rebuilt_fails_each_clip_with_the_reason():
         def process(self, audio):
             raise RuntimeError("kernel crashed")
 
-    records = [o.record for o in run_engine(engine_spec(lambda o: Once()), {}, sources(3), metrics("si_sdr"))]
+    records = [o.record for o in run_engine(EngineRun(engine_spec(lambda o: Once()), {}, metrics("si_sdr")), sources(3))]
     assert [r.error for r in records] == [
         "engine raised RuntimeError: kernel crashed",
         "engine could not be rebuilt: OSError: GPU lost",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nsbench.cli import LIST_CHOICES, list_text, main
+from nsbench.cli import main
+from nsbench.listing import LIST_CHOICES, list_text
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.text import ELLIPSIS, fit_rows

@@ -140,7 +140,7 @@ def test_an_oracle_named_on_a_set_without_references_fails_each_clip_with_one_re
 
 
 def test_default_engines_leave_the_oracles_out_without_any_reference(capsys):
-    from nsbench.cli import select_engines
+    from nsbench.run.plan import select_engines
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
 
@@ -184,7 +184,7 @@ def test_the_checks_judge_identity_and_silence_against_the_input():
 
 
 def test_a_metric_that_needs_the_reference_is_skipped_not_failed_on_such_a_clip():
-    from nsbench.run.runner import score_one
+    from nsbench.run.scoring import score_one
 
     clip = clip_without_reference(np.ones(RATE))
     reads_clean = spec("reads_clean", True, True)

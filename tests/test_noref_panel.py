@@ -332,6 +332,7 @@ MIN_CLIPS = 10
 def agreement(demo_sources):
     skip_without_silero()
     from nsbench.plugins.metric_options import bind_options
+    from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
 
     reg = registry()
@@ -345,7 +346,7 @@ def agreement(demo_sources):
         record = reg.engines.get(engine)
         if not record.available:
             pytest.skip(f"{engine} unavailable: {record.spec.install}")
-        for outcome in run_engine(record.spec, {}, sources, metrics):
+        for outcome in run_engine(EngineRun(record.spec, {}, metrics), sources):
             rows.append({"engine": engine, "snr_db": outcome.record.labels["snr_db"], **outcome.record.scores})
     return gated.level_agreement(rows)
 

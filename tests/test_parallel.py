@@ -14,6 +14,7 @@ from nsbench.plugins.types import ClipSource
 from nsbench.builtin.engines.passthrough import Passthrough
 from nsbench.cli import main
 from nsbench.run.executors import ProcessPool
+from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 
 from conftest import make_folder_dataset, tone_and_noise, write_wav
@@ -85,7 +86,7 @@ def test_each_worker_builds_its_engine_once_and_closes_it(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     spec = engine_spec(lambda options: Marking(marks))
-    outcomes = list(run_engine(spec, {}, file_sources(tmp_path / "data", 6), metrics("si_sdr"), notes, executor=ProcessPool(2)))
+    outcomes = list(run_engine(EngineRun(spec, {}, metrics("si_sdr")), file_sources(tmp_path / "data", 6), notes, executor=ProcessPool(2)))
     assert [o.record.clip_id for o in outcomes] == [f"clip{i}" for i in range(6)]
     built = {p.name.split("-")[1] for p in marks.glob("built-*")}
     closed = {p.name.split("-")[1] for p in marks.glob("closed-*")}
@@ -97,7 +98,7 @@ def test_clips_that_cannot_be_sent_to_workers_run_serially_and_say_so():
     clean = np.zeros(1600, np.float32)
     unpicklable = [in_memory_source(f"c{i}", clean + 0.1, clean + 0.1) for i in range(3)]  # a lambda loader
     notes: list[str] = []
-    outcomes = list(run_engine(engine_spec(lambda o: Passthrough()), {}, unpicklable, metrics("si_sdr"), notes, executor=ProcessPool(2)))
+    outcomes = list(run_engine(EngineRun(engine_spec(lambda o: Passthrough()), {}, metrics("si_sdr")), unpicklable, notes, executor=ProcessPool(2)))
     assert len(outcomes) == 3 and all(not o.record.failed for o in outcomes)
     assert notes and notes[0].startswith("ran serially: the dataset's clips cannot be sent to worker processes")
 

@@ -9,6 +9,7 @@ import pytest
 
 from nsbench.store import reference
 from nsbench.store.cache import Cache
+from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import MetricInputs
 
@@ -64,7 +65,7 @@ def run_all(registry, clips, cache=None, run_name=""):
     for name in ENGINES:
         spec = registry.engines.get(name).spec
         identity = cache_module.Identity(cache_module.digest(name, run_name), {m: m for m in METRICS}, "checks") if cache else None
-        outcomes[name] = list(run_engine(spec, {}, clips, specs(registry.metrics, METRICS), cache=cache, identity=identity))
+        outcomes[name] = list(run_engine(EngineRun(spec, {}, specs(registry.metrics, METRICS), cache=cache, identity=identity), clips))
     return outcomes
 
 
@@ -125,7 +126,7 @@ def test_without_a_cache_worker_pools_pass_features_to_the_next_engine(registry,
         scores = {}
         for name in ENGINES:
             spec = registry.engines.get(name).spec
-            outcomes = list(run_engine(spec, {}, clips, specs(registry.metrics, ("stoi", "estoi")), executor=ProcessPool(2)))
+            outcomes = list(run_engine(EngineRun(spec, {}, specs(registry.metrics, ("stoi", "estoi"))), clips, executor=ProcessPool(2)))
             scores[name] = [outcome.record.scores for outcome in outcomes]
     finally:
         reference._memory.clear()

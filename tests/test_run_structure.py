@@ -1,6 +1,7 @@
 """The run loop's structure: no import circle between the run loop and its
-executors, the flags parsed once into a frozen record, engines given only
-their own options, and one writer that writes each result file once."""
+executors, the flags parsed once into a frozen record (the parser's defaults
+the only ones), a frozen plan beside one small changing state, engines given
+only their own options, and one writer that writes each result file once."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,10 +23,34 @@ def imports_of(module: str) -> set[str]:
     return set(cache.imported_modules(str(NSBENCH / "run" / f"{module}.py"), f"nsbench.run.{module}"))
 
 
+# Below the run's top (nsbench.run.loop, which chooses the executor once):
+# one engine's turn, one engine over its clips, one clip, its scores.
+LOOP_MODULES = ("engine_turn", "session", "plan", "runner", "engine_run", "clips", "scoring")
+
+
 def test_the_run_loop_imports_no_execution_strategy():
-    assert not imports_of("runner") & {"nsbench.run.executors", "nsbench.run.dask_executor", "nsbench.cli"}
+    strategies = {"nsbench.run.executors", "nsbench.run.dask_executor", "nsbench.cli"}
+    for module in LOOP_MODULES:
+        assert not imports_of(module) & strategies, module
     assert "nsbench.run.executors" not in imports_of("dask_executor")
-    assert "nsbench.run.runner" in imports_of("executors") and "nsbench.run.runner" in imports_of("dask_executor")
+    assert "nsbench.run.clips" in imports_of("executors") and "nsbench.run.clips" in imports_of("dask_executor")
+    assert "nsbench.run.executors" in imports_of("loop")  # chosen in one place, at the top
+
+
+def test_the_cli_parses_and_lists_and_the_run_lives_in_run():
+    """cli.py hands a RunConfig to nsbench.run.loop; it holds no part of the run."""
+    cli = set(cache.imported_modules(str(NSBENCH / "cli.py"), "nsbench.cli"))
+    assert "nsbench.run.loop" in cli
+    assert not cli & {"nsbench.run.runner", "nsbench.run.engine_turn", "nsbench.run.executors", "nsbench.report.summary"}
+
+
+def test_the_plan_is_frozen_and_the_changing_state_is_apart():
+    from nsbench.run.plan import RunPlan
+    from nsbench.run.session import RunState
+
+    assert RunPlan.__dataclass_params__.frozen
+    # What changes as the run goes is in RunState alone, and only that.
+    assert {f.name for f in dataclasses.fields(RunState)} == {"warned", "built_ahead"}
 
 
 class TwoPlugins:
@@ -86,10 +111,28 @@ def test_an_engine_receives_only_its_plugins_flags_and_the_seed(tmp_path, monkey
     assert written == Counter({"passthrough.json": 1, "first.json": 1, "second.json": 1})
 
 
+def parsed_config(argv: list[str]) -> RunConfig:
+    from nsbench.cli import build_parser
+    from nsbench.plugins.manager import get_plugin_manager
+
+    manager = get_plugin_manager([])
+    return RunConfig.from_args(build_parser(manager).parse_args(argv), argv)
+
+
 def test_the_run_configuration_is_frozen():
-    config = RunConfig(plugin_options={"p": {"x": 1}})
+    config = dataclasses.replace(parsed_config([]), plugin_options={"p": {"x": 1}})
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.jobs = 4
     options = config.engine_options("p")
     options["x"] = 2  # a copy: an engine cannot change what the next one receives
     assert config.engine_options("p") == {"x": 1}
+
+
+def test_the_parser_holds_the_only_defaults():
+    """RunConfig had defaults of its own, and one disagreed with the parser's
+    (jobs=1 against every usable core): now it has none."""
+    from nsbench.cli import usable_cores
+
+    assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+               for f in dataclasses.fields(RunConfig))
+    assert parsed_config([]).jobs == usable_cores()

@@ -12,6 +12,7 @@ from nsbench.builtin.metrics.sisdr import si_sdr
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
+from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import MEASURED, Clip, ClipSource, EngineSpec, UserError
 
@@ -55,7 +56,7 @@ def sources(count: int = 3):
 
 def test_declared_delay_at_48k_is_removed_exactly():
     clip = sources(1)
-    [outcome] = run_engine(engine_spec(lambda o: DelayingEngine(480, declared=480), rate=48000, delay=480), {}, clip, metrics("si_sdr"))
+    [outcome] = run_engine(EngineRun(engine_spec(lambda o: DelayingEngine(480, declared=480), rate=48000, delay=480), {}, metrics("si_sdr")), clip)
     noisy = clip[0].load().noisy
     assert len(outcome.output) == len(noisy)
     # What a delay-free engine at 48 kHz would give: the input's resampling round trip.
@@ -68,7 +69,7 @@ def test_declared_delay_at_48k_is_removed_exactly():
 def test_undeclared_delay_shows_in_the_score():
     clip = sources(1)
     spec = engine_spec(lambda o: DelayingEngine(480, declared=0), rate=48000, delay=0)
-    [outcome] = run_engine(spec, {}, clip, metrics("si_sdr"))
+    [outcome] = run_engine(EngineRun(spec, {}, metrics("si_sdr")), clip)
     assert si_sdr(outcome.output, clip[0].load().noisy) < 10
 
 
@@ -119,18 +120,18 @@ class Faulty:
 def test_a_faulty_clip_is_recorded_and_the_others_scored(fault, message):
     import re
 
-    outcomes = list(run_engine(engine_spec(lambda o: Faulty(fault)), {}, sources(3), metrics("si_sdr")))
+    outcomes = list(run_engine(EngineRun(engine_spec(lambda o: Faulty(fault)), {}, metrics("si_sdr")), sources(3)))
     records = [o.record for o in outcomes]
     assert [r.failed for r in records] == [False, True, False]
     assert re.fullmatch(message, records[1].error)
     assert outcomes[1].output is None
-    clean_run = [o.record for o in run_engine(engine_spec(lambda o: Passthrough()), {}, sources(3), metrics("si_sdr"))]
+    clean_run = [o.record for o in run_engine(EngineRun(engine_spec(lambda o: Passthrough()), {}, metrics("si_sdr")), sources(3))]
     assert records[2].scores == clean_run[2].scores
 
 
 def test_an_engine_that_raised_is_rebuilt_for_the_next_clip():
     Faulty.builds = 0
-    list(run_engine(engine_spec(lambda o: Faulty("raise", bad=1)), {}, sources(3), metrics("si_sdr")))
+    list(run_engine(EngineRun(engine_spec(lambda o: Faulty("raise", bad=1)), {}, metrics("si_sdr")), sources(3)))
     assert Faulty.builds == 2
 
 
@@ -141,7 +142,7 @@ def test_engine_is_closed_even_when_the_consumer_stops_early():
         def close(self):
             closed.append(True)
 
-    generator = run_engine(engine_spec(lambda o: Tracked()), {}, sources(3), metrics("si_sdr"))
+    generator = run_engine(EngineRun(engine_spec(lambda o: Tracked()), {}, metrics("si_sdr")), sources(3))
     next(generator)
     generator.close()
     assert closed == [True]
@@ -152,7 +153,7 @@ def test_an_engine_that_cannot_start_is_a_user_error():
         raise OSError("libfoo.so: cannot open shared object file")
 
     with pytest.raises(UserError, match="engine 'test-engine' could not start: OSError: libfoo.so"):
-        list(run_engine(engine_spec(broken), {}, sources(1), metrics("si_sdr")))
+        list(run_engine(EngineRun(engine_spec(broken), {}, metrics("si_sdr")), sources(1)))
 
 
 def test_oracle_engines_receive_the_clean_reference():
@@ -160,7 +161,7 @@ def test_oracle_engines_receive_the_clean_reference():
         def process(self, audio, clean):
             return clean.copy()
 
-    [outcome] = run_engine(engine_spec(lambda o: Cheater(), oracle=True), {}, sources(1), metrics("si_sdr"))
+    [outcome] = run_engine(EngineRun(engine_spec(lambda o: Cheater(), oracle=True), {}, metrics("si_sdr")), sources(1))
     assert outcome.record.scores["si_sdr"] == 120.0
 
 
@@ -174,7 +175,7 @@ def test_unreadable_file_fails_that_clip_only(tmp_path):
         ClipSource("broken", functools.partial(load_pair, "broken", str(broken), str(good_clean), {})),
         ClipSource("good", functools.partial(load_pair, "good", str(good), str(good_clean), {})),
     ]
-    records = [o.record for o in run_engine(engine_spec(lambda o: Passthrough()), {}, items, metrics("si_sdr"))]
+    records = [o.record for o in run_engine(EngineRun(engine_spec(lambda o: Passthrough()), {}, metrics("si_sdr")), items)]
     assert records[0].failed and records[0].error.startswith(f"cannot read {broken}")
     assert not records[1].failed and "si_sdr" in records[1].scores
 
@@ -199,7 +200,7 @@ def test_cpu_time_of_a_busy_engine_is_measured():
                 total += float(np.sum(np.abs(np.fft.rfft(np.tile(audio, 8)))))
             return audio.copy()
 
-    [outcome] = run_engine(engine_spec(lambda o: Busy()), {}, sources(1), metrics("rtf_cpu"))
+    [outcome] = run_engine(EngineRun(engine_spec(lambda o: Busy()), {}, metrics("rtf_cpu")), sources(1))
     record = outcome.record
     assert record.cpu_seconds > 0 and record.wall_seconds > 0
     assert record.scores["rtf_cpu"] == pytest.approx(record.cpu_seconds / record.duration)
@@ -215,7 +216,7 @@ def test_engines_registered_by_a_plugin_class_run_through_the_loop():
     manager = get_plugin_manager(load_entry_points=False)  # fresh per test: nothing to unregister
     manager.register(RegisteredFaulty())
     spec = build_registry(manager).engines.get("nan-engine").spec
-    records = [o.record for o in run_engine(spec, {}, sources(2), metrics("si_sdr"))]
+    records = [o.record for o in run_engine(EngineRun(spec, {}, metrics("si_sdr")), sources(2))]
     assert [r.failed for r in records] == [False, True]
 
 
@@ -231,7 +232,7 @@ def test_prepare_runs_before_each_clip_outside_the_timer():
 
     import time
 
-    records = [o.record for o in run_engine(engine_spec(lambda o: SlowToPrepare()), {}, sources(2), metrics("si_sdr"))]
+    records = [o.record for o in run_engine(EngineRun(engine_spec(lambda o: SlowToPrepare()), {}, metrics("si_sdr")), sources(2))]
     assert SlowToPrepare.prepared == 2
     assert all(r.cpu_seconds < 0.1 for r in records)
 
@@ -244,7 +245,7 @@ def test_engine_notes_and_the_delay_removed_are_kept():
 
     notes: list[str] = []
     # The engine reports its delay once built (MEASURED on the spec), as RNNoise does.
-    outcomes = list(run_engine(engine_spec(lambda o: Estimating(), rate=48000, delay=MEASURED), {}, sources(2), metrics("si_sdr"), notes))
+    outcomes = list(run_engine(EngineRun(engine_spec(lambda o: Estimating(), rate=48000, delay=MEASURED), {}, metrics("si_sdr")), sources(2), notes))
     assert notes == ["delay estimated by cross-correlation: 480 samples at 48000 Hz"]
     assert [o.record.delay for o in outcomes] == ["480 samples at 48000 Hz"] * 2
 
@@ -267,7 +268,7 @@ def test_separation_clips_take_several_outputs_at_another_rate_with_delay():
         def close(self):
             pass
 
-    [outcome] = run_engine(engine_spec(lambda o: Separator(), rate=48000, delay=96), {}, [separation_source()], metrics("rtf_cpu", "si_sdr"))
+    [outcome] = run_engine(EngineRun(engine_spec(lambda o: Separator(), rate=48000, delay=96), {}, metrics("rtf_cpu", "si_sdr")), [separation_source()])
     assert not outcome.record.failed, outcome.record.error
     assert outcome.output.shape == (2, 32000)
     mixture = separation_source().load().noisy
@@ -278,7 +279,7 @@ def test_separation_clips_take_several_outputs_at_another_rate_with_delay():
 
 
 def test_a_single_output_engine_fills_every_source_slot():
-    from nsbench.run.runner import separated
+    from nsbench.run.scoring import separated
 
     clip = separation_source().load()
     output = clip.noisy.copy()
@@ -291,13 +292,13 @@ def test_several_outputs_on_an_enhancement_clip_are_refused():
         def process(self, audio):
             return np.stack([audio, audio])
 
-    [outcome] = run_engine(engine_spec(lambda o: TwoOut()), {}, sources(1), metrics("si_sdr"))
+    [outcome] = run_engine(EngineRun(engine_spec(lambda o: TwoOut()), {}, metrics("si_sdr")), sources(1))
     assert outcome.record.error == "engine returned an array of shape (2, 32000), expected mono (1-D)"
 
 
 def test_passthrough_at_48k_is_the_input_bit_for_bit():
     clean, noise = tone_and_noise(3, rate=48000)
-    [outcome] = run_engine(engine_spec(lambda o: Passthrough(), rate=None), {}, [in_memory_source("hi-res", clean + noise, clean, 48000)], metrics("si_sdri"))
+    [outcome] = run_engine(EngineRun(engine_spec(lambda o: Passthrough(), rate=None), {}, metrics("si_sdri")), [in_memory_source("hi-res", clean + noise, clean, 48000)])
     np.testing.assert_array_equal(outcome.output, clean + noise)
     assert outcome.record.delay == "0 samples at 48000 Hz" and outcome.record.scores["si_sdri"] == 0.0
 
@@ -315,7 +316,7 @@ def test_metrics_run_with_one_blas_thread_on_every_clip():
         return max((pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"), default=1)
 
     spec = MetricSpec(name="blas_threads", func=blas_threads, unit="", higher_is_better=True, description="", ignores="")
-    outcomes = list(run_engine(engine_spec(lambda o: Passthrough()), {}, sources(3), [spec]))
+    outcomes = list(run_engine(EngineRun(engine_spec(lambda o: Passthrough()), {}, [spec]), sources(3)))
     assert [o.record.scores["blas_threads"] for o in outcomes] == [1, 1, 1]
 
 
@@ -329,7 +330,7 @@ def test_nan_or_inf_in_the_clean_reference_fails_its_clip_with_where_and_the_run
     broken = clean.copy()
     broken[100] = bad
     clips = [good[0], in_memory_source("broken", clean + noise, broken), good[1]]
-    outcomes = list(run_engine(engine_spec(lambda o: Passthrough()), {}, clips, metrics("stoi", "estoi", "si_sdr")))
+    outcomes = list(run_engine(EngineRun(engine_spec(lambda o: Passthrough()), {}, metrics("stoi", "estoi", "si_sdr")), clips))
     assert [outcome.record.clip_id for outcome in outcomes] == ["clip0", "broken", "clip1"]
     failed = outcomes[1].record
     assert failed.error == "the clean reference has 1 NaN or Inf sample (the first at sample 100)"
@@ -342,5 +343,5 @@ def test_nan_in_the_noisy_input_fails_its_clip_too():
     clean, noise = tone_and_noise(6)
     noisy = clean + noise
     noisy[7:10] = np.nan
-    [outcome] = run_engine(engine_spec(lambda o: Passthrough()), {}, [in_memory_source("n", noisy, clean)], metrics("si_sdr"))
+    [outcome] = run_engine(EngineRun(engine_spec(lambda o: Passthrough()), {}, metrics("si_sdr")), [in_memory_source("n", noisy, clean)])
     assert outcome.record.error == "the noisy input has 3 NaN or Inf samples (the first at sample 7)"

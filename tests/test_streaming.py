@@ -16,12 +16,14 @@ from conftest import add_plugin_to_the_cli, make_folder_dataset, tone_and_noise
 from engine_checks import MAX_LAG, stationary_sources
 from nsbench.store import cache
 from nsbench.run import streaming
+from nsbench.report import streaming_summary
 from nsbench.audio.alignment import estimate_lag
 from nsbench.audio.blocks import arrays_equal
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
+from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 from nsbench.run.streaming import Blocks
 from nsbench.plugins.types import Clip, ClipSource, EngineSpec
@@ -65,7 +67,7 @@ def run(spec: EngineSpec, source: ClipSource, blocks: Blocks | None, store: cach
     if store:
         digests = {metric.name: cache.metric_identity(metric.name, "1", metric.func) for metric in specs}
         identity = cache.Identity(cache.engine_identity(spec.name, "1", spec.factory, "", {}), digests, cache.checks_identity())
-    [outcome] = run_engine(spec, {}, [source], specs, cache=store, identity=identity, blocks=blocks)
+    [outcome] = run_engine(EngineRun(spec, {}, specs, cache=store, identity=identity, blocks=blocks), [source])
     assert not outcome.record.failed, outcome.record.error
     return outcome
 
@@ -173,7 +175,7 @@ def test_a_stream_that_forgets_its_state_is_caught():
     wrong = run(smoother_spec(True), source, Blocks(128)).record
     assert right.streaming["versus_whole"] == streaming.IDENTICAL
     assert isinstance(wrong.streaming["versus_whole"], float) and wrong.streaming["versus_whole"] < 30
-    summary = streaming.engine_summary([wrong])["versus_whole"]
+    summary = streaming_summary.engine_summary([wrong])["versus_whole"]
     assert summary["identical"] == 0 and summary["si_sdr_db_min"] == wrong.streaming["versus_whole"]
     assert summary["text"].startswith("differs on 1 of 1 clips")
 
@@ -230,7 +232,7 @@ def test_slow_blocks_show_as_deadline_misses_and_in_the_p99():
     assert sum(times) + info["flush_ms"] == pytest.approx(1000 * record.wall_seconds, abs=1e-6)
     # ...and hold what the engine itself spent.
     assert sum(slow) >= 1000 * engine.slept
-    summary = streaming.engine_summary([record])
+    summary = streaming_summary.engine_summary([record])
     assert summary["deadline_misses"] >= 4 and summary["blocks"] == 200
     # 4 blocks in 200 are 2%: the 99th percentile is a slow one, the median is not.
     assert summary["block_ms_p99"] >= 1000 * SLEEP_SECONDS > summary["block_ms_p50"]
@@ -245,7 +247,7 @@ def test_buffering_and_resampler_delay_are_measured_apart():
     info = record.streaming
     assert info["buffering_ms"] == pytest.approx(8.0) and info["declared_delay_ms"] == pytest.approx(10.0)
     assert info["resampler_delay_ms"] == 0.0
-    summary = streaming.engine_summary([record])
+    summary = streaming_summary.engine_summary([record])
     assert summary["algorithmic_delay_ms"] == pytest.approx(18.0)
     resampled = run(smoother_spec(False), tone_source(rate=44100), Blocks(ms=10)).record.streaming
     assert resampled["block_size"] == 441 and resampled["buffering_ms"] == 0.0

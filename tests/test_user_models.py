@@ -14,6 +14,7 @@ from nsbench.cli import main
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.report.model import file_stem
+from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import UserError
 
@@ -32,7 +33,7 @@ def engine(name: str, **options):
 
 def outputs(name: str, count: int = 2, **options):
     spec, opts = engine(name, **options)
-    return list(run_engine(spec, opts, sources(count), metrics("si_sdri")))
+    return list(run_engine(EngineRun(spec, opts, metrics("si_sdri")), sources(count)))
 
 
 def test_python_function_engine_runs_the_users_function():
@@ -56,7 +57,7 @@ def test_python_engine_bad_targets_are_user_errors():
     ]:
         spec, options = engine(target)
         with pytest.raises(UserError, match=message):
-            list(run_engine(spec, options, sources(1), metrics("si_sdr")))
+            list(run_engine(EngineRun(spec, options, metrics("si_sdr")), sources(1)))
 
 
 def command(*argv: str) -> str:
@@ -126,7 +127,7 @@ def test_command_failures_fail_one_clip_and_the_next_is_scored(tmp_path, fault, 
 def test_command_without_placeholders_is_refused():
     spec, options = engine("command:sox in.wav out.wav")
     with pytest.raises(UserError, match=r"needs \{input\} and \{output\}"):
-        list(run_engine(spec, options, sources(1), metrics("si_sdr")))
+        list(run_engine(EngineRun(spec, options, metrics("si_sdr")), sources(1)))
 
 
 def test_command_engine_leaves_no_temporary_files(tmp_path, monkeypatch):

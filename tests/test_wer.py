@@ -201,6 +201,7 @@ def test_on_the_demo_wer_grows_as_snr_falls_and_an_oracle_mask_lowers_it():
     from nsbench.plugins.metric_options import bind_options
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
+    from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
@@ -210,7 +211,7 @@ def test_on_the_demo_wer_grows_as_snr_falls_and_an_oracle_mask_lowers_it():
             for snr in ("-5", "10")}
 
     def wer_of(engine: str, snr: str) -> list[dict]:
-        outcomes = run_engine(registry.engines.get(engine).spec, {}, cell[snr], metrics)
+        outcomes = run_engine(EngineRun(registry.engines.get(engine).spec, {}, metrics), cell[snr])
         return [{"scores": outcome.record.scores} for outcome in outcomes]
 
     passthrough_5, passthrough_10, oracle_5 = wer_of("passthrough", "-5"), wer_of("passthrough", "10"), wer_of("oracle-irm", "-5")
@@ -365,6 +366,7 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     from nsbench.builtin.engines.passthrough import Passthrough
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
+    from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
     from nsbench.plugins.types import ClipSource, EngineSpec, MetricSpec
 
@@ -392,7 +394,7 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     store = cache.Cache(tmp_path)
     identity = cache.Identity("engine", {m.name: m.name for m in metrics}, "checks")
     for run in range(2):
-        [outcome] = run_engine(spec, {}, [ClipSource("c", lambda: clip)], metrics, cache=store, identity=identity)
+        [outcome] = run_engine(EngineRun(spec, {}, metrics, cache=store, identity=identity), [ClipSource("c", lambda: clip)])
         record = outcome.record
         assert record.error is None and list(record.scores) == ["si_sdr"]
         assert record.undefined == {"raising": "metric raising raised RuntimeError: the service is down",

@@ -5,7 +5,7 @@ clean reference from its dataset, each engine's output from the cache (or from
 It takes the run's own path: the command line recorded in the provenance is
 parsed again by the CLI's parser (plugins included), the clips come from the
 dataset adapter as the run listed them, and an output's cache key is made by
-the CLI's ``cache_identity`` (nsbench.cli), as the run made it. What the
+the run's own ``cache_identity`` (nsbench.run.plan), as the run made it. What the
 report's listening grid receives while the run is on (a ``read_output(engine,
 run)`` callback and the clip sources) is what this gives afterwards.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -103,13 +102,12 @@ def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
 
 def output_reader(config: Any, registry: Any, results: list[dict[str, Any]]) -> Callable[[str, str], Output | None]:
     """``read(engine, run_id)``: the output kept in --output-folder, else the cache's, else None."""
-    from nsbench import cli
     from nsbench.store import cache
     from nsbench.report.listening_grid import read_excerpt
     from nsbench.report.model import file_stem
+    from nsbench.run.plan import cache_identity
 
     store = cache.Cache(cache.cache_root())
-    holder = types.SimpleNamespace(registry=registry, metric_identities={})  # what cache_identity reads
     identities: dict[tuple[str, Any], str] = {}
 
     def identity(engine: str, seed: Any) -> str | None:
@@ -117,7 +115,7 @@ def output_reader(config: Any, registry: Any, results: list[dict[str, Any]]) -> 
             try:
                 registered = registry.engines.get(engine)
                 options = {**config.engine_options(registered.plugin), "seed": seed}
-                identities[engine, seed] = cli.cache_identity(registered.spec, holder, options).engine
+                identities[engine, seed] = cache_identity(registered.spec, options, registry, {}).engine
             except (UserError, KeyError, AttributeError):
                 identities[engine, seed] = ""
         return identities[engine, seed] or None

@@ -89,11 +89,11 @@ def html_page(
 
 def streaming_html(results: Sequence[Mapping[str, Any]], blocks: Any, jobs: int) -> str:
     """report.md's streaming section (--block-size), the same rows."""
-    from nsbench.run import streaming
+    from nsbench.report import streaming_summary
 
     ordered = highlights.ordered(results)
-    return ("<h2>Streaming: block by block</h2>" f"<p>{esc(streaming.report_text(ordered, blocks, jobs))}</p>"
-            + table(streaming.report_rows(ordered), "streaming"))
+    return ("<h2>Streaming: block by block</h2>" f"<p>{esc(streaming_summary.report_text(ordered, blocks, jobs))}</p>"
+            + table(streaming_summary.report_rows(ordered), "streaming"))
 
 
 def conditions_html(results: Sequence[Mapping[str, Any]]) -> str:

@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, coverage, failures, highlights, layout, listening_grid, model
+from nsbench.report import agreement, compare, coverage, failures, highlights, layout, listening_grid, model, streaming_summary
 
 from nsbench.run import checks, conditions, no_reference, streaming
 from nsbench.audio.files import write_audio
@@ -181,8 +181,8 @@ class ResultsWriter:
         sections = [text for text in [agreement.agreement_markdown(self.agreement)] if text] + sections
         blocks = streaming.blocks_from(self.config)
         if blocks:
-            sections.insert(0, streaming.report_section(results, blocks, self.config.jobs))
-            only_whole = streaming.only_unstreamable_line(results, self.baselines, blocks)
+            sections.insert(0, streaming_summary.report_section(results, blocks, self.config.jobs))
+            only_whole = streaming_summary.only_unstreamable_line(results, self.baselines, blocks)
             if only_whole:
                 print(f"nsbench: {only_whole}", file=sys.stderr)
         top, by_condition = conditions.report_parts(results) if self.conditions else ([], [])

@@ -1,14 +1,14 @@
 """The run's configuration: the command line parsed once into a frozen record.
 
 The argparse Namespace stops at the CLI. Everything after it reads a
-RunConfig: the run loop, the results writer, the executors; an engine gets
+RunConfig: the run's plan (nsbench.run.plan), the results writer; an engine gets
 only its own plugin's options (``engine_options``), a dataset every flag
 (``dataset_options``: adapters read their own flags and the data folder).
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -16,35 +16,39 @@ from typing import Any, Mapping
 
 @dataclass(frozen=True)
 class RunConfig:
-    dataset: str = "demo"
-    data_folder: str | None = None
-    engines: tuple[str, ...] = ()  # --engine, in order; empty: every available default engine
-    metrics: tuple[str, ...] = ()  # --metric; empty: every available default metric
-    limit: int | None = None
-    conditions: tuple[str, ...] = ()  # --condition, as typed (nsbench.run.conditions resolves them)
-    results_folder: Path = Path("results")
-    output_folder: str | None = None
-    jobs: int = 1
-    executor: str = "local"
-    scheduler: str | None = None
-    seeds: tuple[int, ...] = ()  # --seeds; empty: seeded engines run once, unseeded
-    quiet: bool = False
-    verbose: bool = False  # report.md printed at the end
-    use_cache: bool = True  # not --no-cache
-    rerun: bool = False
-    align_constant_lag: bool = False
-    compare: str | None = None
-    compare_tolerance: tuple[str, ...] = ()
-    voice_drop_db: float = 1.0
-    plots: bool = True
-    html: bool = True
+    """The flags as parsed. No field has a default: the parser's defaults
+    (nsbench.cli.build_parser) are the only ones, so the two cannot disagree;
+    ``from_args`` is how a RunConfig is made."""
+
+    dataset: str
+    data_folder: str | None
+    engines: tuple[str, ...]  # --engine, in order; empty: every available default engine
+    metrics: tuple[str, ...]  # --metric; empty: every available default metric
+    limit: int | None
+    conditions: tuple[str, ...]  # --condition, as typed (nsbench.run.conditions resolves them)
+    results_folder: Path
+    output_folder: str | None
+    jobs: int
+    executor: str
+    scheduler: str | None
+    seeds: tuple[int, ...]  # --seeds; empty: seeded engines run once, unseeded
+    quiet: bool
+    verbose: bool  # report.md printed at the end
+    use_cache: bool  # not --no-cache
+    rerun: bool
+    align_constant_lag: bool
+    compare: str | None
+    compare_tolerance: tuple[str, ...]
+    voice_drop_db: float
+    plots: bool
+    html: bool
     # Each plugin's flags, by plugin name: what its engines' factories receive.
-    plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    plugin_options: Mapping[str, Mapping[str, Any]]
     # Every flag, for dataset adapters (their own flags, the data folder, --limit).
-    dataset_options: Mapping[str, Any] = field(default_factory=dict)
-    argv: tuple[str, ...] = ()  # as typed, for the provenance (secrets masked there)
-    block_size: int | None = None  # --block-size (nsbench.run.streaming)
-    block_ms: float | None = None  # --block-ms
+    dataset_options: Mapping[str, Any]
+    argv: tuple[str, ...]  # as typed, for the provenance (secrets masked there)
+    block_size: int | None  # --block-size (nsbench.run.streaming)
+    block_ms: float | None  # --block-ms
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, argv: list[str]) -> RunConfig:

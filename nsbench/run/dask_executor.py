@@ -28,7 +28,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from nsbench.run.runner import EngineHolder, EngineRun, Outcome, in_process, run_clip, sources_pickle
+from nsbench.run.clips import run_clip
+from nsbench.run.engine_run import EngineHolder, EngineRun, Outcome
+from nsbench.run.runner import in_process, sources_pickle
 from nsbench.plugins.types import ClipRecord, ClipSource, EngineSpec, UserError
 
 CONNECT_TIMEOUT = "5s"

@@ -2,8 +2,8 @@
 and the one place that chooses how clips run (``executor_for``): in this
 process, in a pool, or on a Dask cluster (nsbench.run.dask_executor).
 
-Each strategy implements nsbench.run.runner.Executor and runs clips with the
-runner's ``run_clip``; the runner imports none of them. Each worker process
+Each strategy implements nsbench.run.runner.Executor and runs clips with
+nsbench.run.clips.run_clip; the runner imports none of them. Each worker process
 builds the engine once (fork: engine factories need not pickle); records come
 back in clip order, so the results equal a serial run's.
 """
@@ -25,7 +25,9 @@ from threadpoolctl import threadpool_limits
 
 from nsbench.store import reference
 from nsbench.external import PrivateFolder
-from nsbench.run.runner import EngineHolder, EngineRun, Executor, Outcome, in_process, run_clip, sources_pickle
+from nsbench.run.clips import run_clip
+from nsbench.run.engine_run import EngineHolder, EngineRun, Outcome
+from nsbench.run.runner import Executor, in_process, sources_pickle
 from nsbench.plugins.types import ClipRecord, ClipSource, EngineSpec
 
 

@@ -16,7 +16,7 @@ A clip without a reference (``Clip.clean`` None, its ClipSource saying
 
 Oracle engines need the clean voice: on a set with no reference at all they
 are left out of the default engines (and named so); one run by name fails
-each clip without a reference with one reason (nsbench.run.runner).
+each clip without a reference with one reason (nsbench.run.clips).
 """
 from __future__ import annotations
 

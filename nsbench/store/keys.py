@@ -25,7 +25,7 @@ FORMAT_VERSION = 1
 # The run loop's code around an engine (resampling, delay compensation), on
 # which every output depends; the engine's own code and what it imports are
 # found from its module (code_files).
-HARNESS_SOURCES = ("run/runner.py", "audio/files.py")
+HARNESS_SOURCES = ("run/engine_run.py", "run/runner.py", "run/clips.py", "run/scoring.py", "audio/files.py")
 CHECKS_MODULE = "nsbench.run.checks"
 CHECKS_ENTRY = "checks"
 

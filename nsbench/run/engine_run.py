@@ -1,0 +1,115 @@
+"""One engine's run as every clip sees it, in this process or a worker.
+
+``EngineRun`` is what every clip of the run needs (the spec, its options, the
+metrics, the cache and its keys); ``EngineHolder`` builds the engine on first
+use and rebuilds it after a fault; ``Outcome`` is what one clip gives back.
+nsbench.run.runner runs an engine over its clips with these, nsbench.run.clips
+one clip, and the executors ship them to their workers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from nsbench.run import checks, streaming
+from nsbench.store.cache import Cache, Identity
+from nsbench.plugins.types import ClipError, ClipRecord, ClipSource, Engine, EngineSpec, MetricSpec, UserError
+
+# A user's model may end with sys.exit() on an error, as scripts do: that fails
+# its clip like an exception, rather than ending the whole run.
+ENGINE_FAULTS = (Exception, SystemExit)
+# Clips shorter than one 20 ms level segment (two 10 ms engine frames) give
+# engines and metrics nothing to work on; resampling may even leave an engine
+# no sample at all. They fail with this reason rather than score.
+MIN_CLIP_SECONDS = 0.020
+
+
+# Option set by --align-constant-lag's second pass: seconds of lag removed on
+# top of the engine's declared delay (negative: an early output is delayed).
+LAG_COMPENSATION = "lag_compensation_seconds"
+
+
+class NonFiniteOutput(ClipError):
+    """The engine returned NaN or Inf: the clip fails, and is flagged."""
+
+
+@dataclass
+class Outcome:
+    record: ClipRecord
+    output: np.ndarray | None  # the engine's output at the clip's rate, None if it failed
+    sample_rate: int
+    warnings: list[str] = field(default_factory=list)  # about the cache, for the user
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """What every clip of one engine's run needs, in this process or a worker.
+    With a cache, ``identity`` keys its entries (nsbench.store.cache)."""
+
+    spec: EngineSpec
+    options: Mapping[str, Any]
+    metrics: Sequence[MetricSpec]
+    cache: Cache | None = None
+    identity: Identity | None = None
+    # Seconds of lag removed on top of the declared delay (--align-constant-lag's second pass).
+    lag_compensation: float = 0.0
+    voice_drop_db: float = checks.VOICE_DROP_DB  # --voice-drop-db, for the voice_level_drop flag
+    blocks: streaming.Blocks | None = None  # --block-size: streamable engines run block by block
+    # Serve only what the cache holds whole (output and every score): a clip
+    # that needs scoring raises NeedsScores, for the executor's workers to score.
+    stored_only: bool = False
+
+    def record_for(self, source: ClipSource, error: str | None = None) -> ClipRecord:
+        """The clip's record before it runs, or with the reason it failed."""
+        return ClipRecord(engine=self.spec.name, clip_id=source.clip_id, labels=dict(source.labels),
+                          seed=self.options.get("seed"), error=error)
+
+
+class NeedsEngine(Exception):
+    """Raised by a holder that may not build its engine: the clip is not
+    complete in the cache."""
+
+
+class NeedsScores(Exception):
+    """Raised for a clip whose output is cached but some score is not (a metric
+    newly asked for), when only what is stored may be served (EngineRun.stored_only)."""
+
+
+class EngineHolder:
+    """Builds the engine on first use and rebuilds it after it raised, so a
+    broken internal state cannot leak into the next clip."""
+
+    def __init__(self, spec: EngineSpec, options: Mapping[str, Any], may_build: bool = True):
+        self.spec = spec
+        self.options = options
+        self.may_build = may_build
+        self._engine: Engine | None = None
+        self.notes: list[str] = []
+
+    def get(self) -> Engine:
+        if self._engine is None:
+            if not self.may_build:
+                raise NeedsEngine()
+            engine = self.spec.factory(self.options)
+            if engine is None or not hasattr(engine, "process"):
+                raise UserError(f"engine '{self.spec.name}': its factory returned {engine!r}")
+            self.spec.declare_on(engine)
+            self._engine = engine
+        return self._engine
+
+    def all_notes(self) -> list[str]:
+        """Notes kept from engines already discarded, and the live engine's."""
+        live = getattr(self._engine, "notes", []) if self._engine is not None else []
+        return self.notes + [note for note in live if note not in self.notes]
+
+    def discard(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            # What the engine found out about itself (an estimated delay) outlives it.
+            for note in getattr(engine, "notes", []):
+                if note not in self.notes:
+                    self.notes.append(note)
+            engine.close()
+

@@ -1,0 +1,114 @@
+"""The run: its plan (nsbench.run.plan), each engine's turn in order
+(nsbench.run.engine_turn), then every file written (nsbench.report.writer)
+and the summary printed.
+
+Following one run from the top: ``benchmark`` -> ``run_engines`` ->
+engine_turn.run_one -> runner.run_engine -> clips.run_clip (load, produce)
+-> scoring.score_and_check. How clips run (here, a pool of worker
+processes, a Dask cluster) is chosen once, here at the top, by
+executors.executor_for; nothing below it imports an execution strategy.
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any, Sequence
+
+from nsbench.run.config import RunConfig
+from nsbench.run.engine_turn import run_one
+from nsbench.run.executors import executor_for
+from nsbench.run.plan import plan_run
+from nsbench.run.session import Run, Stopped
+from nsbench.report import failures
+from nsbench.report.model import file_stem
+from nsbench.report.terminal import run_notes_lines, summary_text
+from nsbench.report.writer import ResultsWriter
+from nsbench.model_files import ModelFileMismatch
+from nsbench.plugins.registry import Registry
+from nsbench.plugins.types import EngineSpec, UserError
+
+
+def benchmark(config: RunConfig, registry: Registry) -> int:
+    """The run's top: plan it, then run every engine where the clips run; the exit code."""
+    plan = plan_run(config, registry)
+    writer = ResultsWriter(config, plan.dataset, plan.sources, plan.reported, plan.baselines, conditions=plan.conditions)
+    writer.identity = plan.shared["run_identity"]
+    with executor_for(config.executor, config.jobs, config.scheduler, list(plan.engines)) as executor:
+        return run_engines(Run(plan, writer, executor))
+
+
+def run_engines(run: Run) -> int:
+    """Each engine in turn; then the writer writes every file."""
+    engines = run.plan.engines
+    results, not_run, stop, later = [], {}, None, ()
+    try:
+        for index, engine in enumerate(engines):
+            later = engines[index + 1 :]
+            try:
+                result, stop = run_one(run, engine, later[0] if later else None, first=not results)
+            except ModelFileMismatch:  # a broken install, not one engine's trouble: stop, exit 2
+                raise
+            except UserError as error:
+                print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
+                not_run[engine.name] = str(error)
+                continue
+            results += [result] if result else []
+            if stop:
+                not_run.update((spec.name, f"not run: interrupted by {stop.signal.name}") for spec in later)
+                break
+    finally:
+        run.state.discard_built()  # built ahead for an engine that did not run
+    return finish(run, results, not_run, stop, later)
+
+
+def finish(run: Run, results: list[dict[str, Any]], not_run: dict[str, str], stop: Stopped | None,
+           later: Sequence[EngineSpec]) -> int:
+    """Every file written; then, after an interrupt, how to get the rest (and
+    the interrupt raised again), else the summary. The exit code."""
+    report, exit_code = run.writer.finish(results, not_run, interruption_note(stop))
+    exit_code = failures.exit_code(results, not_run, run.plan.config.engines, exit_code)
+    if stop:
+        print_interruption(stop, run, later)
+        stop.signal.reported = True
+        raise stop.signal
+    print_summary(run, results, not_run, report)
+    return exit_code
+
+
+def print_summary(run: Run, results: list[dict[str, Any]], not_run: dict[str, str], report: str) -> None:
+    config, folder = run.plan.config, run.writer.folder
+    if config.verbose:
+        print(report)
+    if not config.quiet:
+        reports = [folder / "report.md", *([folder / "report.html"] if config.html else [])]
+        print(summary_text(run.plan.dataset.name, results, reports, not_run))
+        for line in run_notes_lines(results, run.writer.coverage, not_run, config.engines):
+            print(line)
+    print(f"nsbench: results in {folder}/", file=sys.stderr)
+
+
+def interruption_note(stop: Stopped | None) -> str:
+    """report.md's paragraph, after its title, saying it is incomplete."""
+    if stop is None:
+        return ""
+    return f"**Interrupted by {stop.signal.name}: incomplete.** {stop.engine.name} ran {stop.done} of {stop.planned} clips."
+
+
+def print_interruption(stop: Stopped, run: Run, later: Sequence[EngineSpec]) -> None:
+    """Where the results are, and how to get the rest."""
+    engine, stem = stop.engine, file_stem(stop.engine.name)
+    lines = [f"interrupted by {stop.signal.name} during {engine.name}, after {stop.done} of {stop.planned} clips"]
+    if stop.done:
+        lines.append(f"{stem}.clips.jsonl holds every clip done; {stem}.json summarises them, marked \"interrupted\"")
+    lines.append(f"results so far in {run.writer.folder}/ (report.md covers the engines that ran)")
+    if run.plan.cache is not None:
+        lines.append("to resume, run the same command again: every clip done comes from the cache")
+    else:
+        missing = [engine, *later]
+        lines.append(
+            "with --no-cache there is no resume: rerun the same command, or run only what is missing with "
+            + " ".join(f"--engine {shlex.quote(e.name)}" for e in missing)
+            + " (the baseline is always added)"
+        )
+    for line in lines:
+        print(f"nsbench: {line}", file=sys.stderr)
