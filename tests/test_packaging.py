@@ -4,6 +4,7 @@ the wheel holds every module and data file, and a plugin made by
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ from packaging.utils import canonicalize_name
 
 from nsbench.cli import main
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, make_folder_dataset
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 # What the wheel is built from (copied: building in place would leave build/ in the checkout).
@@ -221,6 +222,61 @@ def test_wheel_and_new_plugin_skeleton_work_with_no_checkout(tmp_path):
     assert result["engine_info"]["origin"] == "entry point (nsbench-my-gate)"
     now = time.perf_counter()
     print(f"wheel {wheel.stat().st_size} bytes; new-plugin to a first result {now - scaffolded:.1f} s; whole test {now - started:.1f} s")
+
+
+# Another minor than requirements.txt's numpy, inside the core's range, and one
+# that numba (librosa's) supports: what a plugin with its own numpy would bring.
+OTHER_NUMPY = "2.3.5"
+
+
+def venv_with_pip(folder: Path) -> Path:
+    """A virtualenv of its own (no --system-site-packages): only what pip puts in it."""
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, capture_output=True)
+    return folder / "bin" / "python"
+
+
+def pip_resolve(python: Path, *targets: str | Path) -> None:
+    """pip install with dependencies, from the package index (its cache makes a rerun quick)."""
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, targets)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_core_installs_beside_another_numpy_and_runs_a_plugin(tmp_path):
+    """Issue 23: the core's ranges let a plugin's own numpy stay. A fresh venv
+    gets numpy 2.3 first, then nsbench with no extras; the example plugin runs
+    beside passthrough on a folder set, and matplotlib's absence ([report])
+    skips the plots and report.html with a note."""
+    assert OTHER_NUMPY.split(".")[:2] != pins("requirements.txt")["numpy"].split(".")[:2]
+    started = time.perf_counter()
+    wheel = build_wheel(tmp_path)
+    python = venv_with_pip(tmp_path / "venv")
+    pip_resolve(python, f"numpy=={OTHER_NUMPY}")
+    pip_resolve(python, wheel)
+    installed = time.perf_counter()
+    data = make_folder_dataset(tmp_path / "set", count=3)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**{key: value for key, value in os.environ.items() if key != "PYTHONPATH"}, "NSBENCH_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [str(tmp_path / "venv" / "bin" / "nsbench"), "--plugin", str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py"),
+         "--engine", "passthrough", "--engine", "spectral-subtraction", "--dataset", "folder", "--data-folder", str(data),
+         "--quiet", "--jobs", "1"],
+        cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    versions = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('numpy')); "
+                               "print(sorted(d.metadata['Name'].lower() for d in m.distributions()))"],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    assert versions[0] == OTHER_NUMPY
+    assert "matplotlib" not in versions[1] and "onnxruntime" not in versions[1]  # no extras came along
+    [folder] = (work / "results").iterdir()
+    result = json.loads((folder / "spectral-subtraction.json").read_text())
+    assert result["clips"] == 3 and result["failures"] == 0
+    assert math.isfinite(result["metrics"]["si_sdri"]["mean"]) and result["metrics"]["si_sdri"]["mean"] > 0
+    assert json.loads((folder / "passthrough.json").read_text())["metrics"]["si_sdri"]["mean"] == pytest.approx(0, abs=1e-6)
+    assert "pip install 'nsbench[report]'" in done.stderr and not (folder / "report.html").exists()
+    print(f"core install beside numpy {OTHER_NUMPY}: {installed - started:.1f} s; whole test {time.perf_counter() - started:.1f} s")
 
 
 def test_every_builtin_folder_is_mapped_into_the_package():
