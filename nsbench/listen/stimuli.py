@@ -18,6 +18,8 @@ import numpy as np
 import soundfile
 from scipy import signal
 
+from nsbench.plugins.types import UserError
+
 TARGET_LUFS = -26.0  # P.808's and BS.1534's common listening level for speech
 PEAK_DBFS = -1.0
 ANCHOR_HZ = 3500.0  # BS.1534-3's mandatory low anchor; its 7 kHz mid anchor is near the 8 kHz Nyquist of 16 kHz sets
@@ -56,7 +58,10 @@ def cut(audio: np.ndarray, rate: int, seconds: float) -> np.ndarray:
 
 def integrated_loudness(audio: np.ndarray, rate: int) -> float:
     """BS.1770-4 integrated loudness in LUFS (mono); -inf for silence."""
-    import pyloudnorm  # only where a test is built
+    try:
+        import pyloudnorm  # only where a test is built; in the [listen] extra, not the core
+    except ImportError as error:
+        raise UserError("nsbench listen needs pyloudnorm (BS.1770 loudness): pip install 'nsbench[listen]'") from error
 
     if len(audio) < MIN_SECONDS * rate:
         raise ValueError(f"{len(audio) / rate:.2f} s is shorter than one {MIN_SECONDS} s loudness block")

@@ -2,10 +2,13 @@
 
 matplotlib is imported here only, when a run draws plots (``--no-plots``
 skips it), and only its Agg canvas is used: no pyplot, no window, no global
-state, so it works headless and from worker threads.
+state, so it works headless and from worker threads. matplotlib is in the
+``[report]`` extra, not the core: without it a run skips the plots and
+report.html (its spectrograms need it too) and says so (``drawing_note``).
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -15,6 +18,12 @@ from nsbench.report.tables import headline_of
 
 SNR_KEY = "snr_db"  # the cell key plotted on the x axis when a dataset has it
 DPI = 100
+NO_MATPLOTLIB = ("nsbench: no plots and no report.html: they need matplotlib, which is not installed: "
+                 "pip install 'nsbench[report]' (or --no-plots --no-html to skip them quietly)")
+
+
+def can_draw() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def write_plots(folder: Path, results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], extra: Sequence[str] = ()) -> list[str]:

@@ -18,6 +18,7 @@ clips x engines x 30 s of 16-bit audio.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import html
 import json
 import os
@@ -31,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nsbench.report import agreement, compare, coverage, failures, highlights, layout, listening_grid, model, streaming_summary
+from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 
 from nsbench.run import checks, conditions, no_reference, streaming
 from nsbench.audio.files import write_audio
@@ -94,6 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class ResultsWriter:
     def __init__(self, config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
                  baselines: Sequence[str] = (), conditions: Sequence[str] = ()):
+        if (config.plots or config.html) and not can_draw():  # a core install, without [report]
+            print(NO_MATPLOTLIB, file=sys.stderr)
+            config = dataclasses.replace(config, plots=False, html=False)
         self.config, self.dataset, self.metrics, self.baselines = config, dataset, metrics, baselines
         self.conditions = conditions  # --condition's, "none" first; empty without
         self.headline = layout.headline(dataset.headline_metric)

@@ -61,7 +61,7 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
         import dask
         from distributed import Client, LocalCluster
     except ImportError as error:
-        raise UserError(f"--executor dask needs dask.distributed ({error}): pip install distributed") from error
+        raise UserError(f"--executor dask needs dask.distributed ({error}): pip install 'nsbench[dask]'") from error
     send_local_plugins_by_value()
     if scheduler:
         try:

@@ -80,7 +80,7 @@ def print_summary(run: Run, results: list[dict[str, Any]], not_run: dict[str, st
     if config.verbose:
         print(report)
     if not config.quiet:
-        reports = [folder / "report.md", *([folder / "report.html"] if config.html else [])]
+        reports = [folder / "report.md", *([folder / "report.html"] if run.writer.config.html else [])]
         print(summary_text(run.plan.dataset.name, results, reports, not_run))
         for line in run_notes_lines(results, run.writer.coverage, not_run, config.engines):
             print(line)
