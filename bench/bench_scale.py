@@ -43,7 +43,8 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nsbench.cli import build_parser, main  # noqa: E402
+from nsbench.cli import main  # noqa: E402
+from nsbench.flags import build_parser  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
 from nsbench.plugins.types import MetricInputs, MetricUndefined  # noqa: E402

@@ -8,98 +8,21 @@ list so tests call the CLI directly (as museval does).
 """
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from nsbench.store import cache
-from nsbench.run import malloc_tuning, streaming
+from nsbench.run import malloc_tuning
 from nsbench.run.config import RunConfig
 from nsbench.run.interrupts import Interrupted, as_interrupted, signals_interrupt
 from nsbench.run.loop import benchmark
-from nsbench.report.writer import add_arguments as add_report_arguments
-from nsbench.listing import LIST_CHOICES, list_text, list_width
-from nsbench.plugins.manager import get_plugin_manager
+from nsbench.flags import parse_flags
+from nsbench.listing import list_text, list_width
 from nsbench.plugins.registry import build_registry
 from nsbench.report import layout
 from nsbench.plugins.types import UserError
 
 EXIT_USER_ERROR = 2
-
-
-def build_parser(manager) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        # "nsbench" when installed, "benchmark.py" from the checkout: the name the user typed.
-        prog=Path(sys.argv[0]).name if sys.argv[0].endswith("benchmark.py") else "nsbench",
-        description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER.",
-    )
-    parser.add_argument("--engine", action="append", default=[], help="engine to run (repeatable); default: all available")
-    parser.add_argument("--dataset", default="demo", help="dataset to run on (default: demo, generated locally)")
-    parser.add_argument("--data-folder", help="root folder of the dataset, where it needs one")
-    parser.add_argument("--output-folder", help="save each engine's processed audio here")
-    parser.add_argument("--results-folder", default="results", help="where result files go (default: results)")
-    parser.add_argument("--metric", action="append", default=[], help="metric to compute (repeatable); default: all available")
-    parser.add_argument("--condition", action="append", default=[], metavar="NAME[+NAME...]",
-                        help="run the set once per input condition (repeatable; a+b applies a, then b); "
-                             "'none', the input as it is, is always added; --list conditions shows them")
-    parser.add_argument("--limit", type=int, help="run only the first N clips (the demo set orders them to cover every cell early)")
-    parser.add_argument("--plugin", action="append", default=[], help="load a plugin: path/to/file.py or package.module")
-    parser.add_argument("--list", choices=LIST_CHOICES, help="list what is registered and exit")
-    parser.add_argument(
-        "--jobs", type=int, default=usable_cores(),
-        help=f"worker processes for the clips (default: the {usable_cores()} usable cores; 1 runs serially, e.g. for a GPU model)",
-    )
-    parser.add_argument("--executor", choices=("local", "dask"), default="local",
-                        help="local: --jobs worker processes here; dask: tasks on a Dask cluster (--scheduler, "
-                             "or a local cluster of --jobs workers)")
-    parser.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: an existing scheduler, e.g. tcp://host:8786")
-    parser.add_argument("--seeds", type=parse_seeds, help="run seeded engines once per seed: 0-9, or 0,3,7")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary at the end")
-    parser.add_argument("--verbose", action="store_true", help="print the whole of report.md at the end, before the summary; "
-                             "with --list, every cell whole instead of cut to the terminal's width (piped output is whole)")
-    cache = parser.add_argument_group("cache (outputs and scores are kept by content, so a rerun or a resumed run recomputes only what is missing)")
-    cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    cache.add_argument("--rerun", action="store_true", help="recompute everything, replacing what the cache holds")
-    cache.add_argument("--clear-cache", action="store_true", help="empty the cache and exit (--list cache shows where and how big)")
-    add_report_arguments(parser)
-    streaming.add_arguments(parser)
-    # The flags so far shape the run, not an engine's output: the cache keys
-    # leave them out. Plugins' flags (an engine's options) go in.
-    parser.set_defaults(harness_options=frozenset(action.dest for action in parser._actions))
-    parser.set_defaults(plugin_options=add_plugin_arguments(manager, parser))
-    return parser
-
-
-def add_plugin_arguments(manager, parser: argparse.ArgumentParser) -> dict[str, frozenset[str]]:
-    """Each plugin's flags, by plugin name: an engine receives its own plugin's only."""
-    added: dict[str, frozenset[str]] = {}
-    for impl in manager.hook.add_arguments.get_hookimpls():
-        before = {action.dest for action in parser._actions}
-        impl.function(parser=parser)
-        added[manager.get_name(impl.plugin)] = frozenset(action.dest for action in parser._actions) - before
-    return added
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on every platform
-        return os.cpu_count() or 1
-
-
-def parse_seeds(text: str) -> list[int]:
-    seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            first, _, last = part.partition("-")
-            seeds += list(range(int(first), int(last or first) + 1))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seeds like 0-9 or 0,3,7, got {text!r}") from None
-    if not seeds:
-        raise argparse.ArgumentTypeError(f"no seeds in {text!r}")
-    return seeds
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,12 +50,7 @@ def run_cli(argv: list[str]) -> int:
         from nsbench.listen import main as listen
 
         return listen(argv[1:])
-    # --plugin is read first: a plugin may add flags the full parser must know.
-    early = argparse.ArgumentParser(add_help=False)
-    early.add_argument("--plugin", action="append", default=[])
-    plugins = early.parse_known_args(argv)[0].plugin
-    manager = get_plugin_manager(plugins)
-    args = build_parser(manager).parse_args(argv)
+    manager, args = parse_flags(argv)
     registry = build_registry(manager)
     layout.use(registry)  # the reports place engines and metrics by these specs
     if args.clear_cache:

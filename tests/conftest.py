@@ -91,7 +91,7 @@ def tone_and_noise(seed: int, seconds: float = 2.0, rate: int = 16000) -> tuple[
 
 def add_plugin_to_the_cli(monkeypatch, plugin: object) -> None:
     """Every plugin manager the CLI builds during this test also holds ``plugin``."""
-    import nsbench.cli
+    import nsbench.flags
     from nsbench.plugins import manager as plugins
 
     original = plugins.get_plugin_manager
@@ -101,4 +101,4 @@ def add_plugin_to_the_cli(monkeypatch, plugin: object) -> None:
         manager.register(plugin)
         return manager
 
-    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_plugin)
+    monkeypatch.setattr(nsbench.flags, "get_plugin_manager", with_plugin)

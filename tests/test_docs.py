@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import nsbench
-from nsbench.cli import build_parser, main
+from nsbench.cli import main
+from nsbench.flags import build_parser
 from nsbench.plugins.manager import get_plugin_manager
 
 from conftest import REPO_ROOT

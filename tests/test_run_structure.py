@@ -89,7 +89,7 @@ class TwoPlugins:
 
 
 def test_an_engine_receives_only_its_plugins_flags_and_the_seed(tmp_path, monkeypatch):
-    import nsbench.cli
+    import nsbench.flags
     from nsbench.plugins import manager as plugins
 
     def with_both(local, **kwargs):
@@ -98,7 +98,7 @@ def test_an_engine_receives_only_its_plugins_flags_and_the_seed(tmp_path, monkey
         manager.register(TwoPlugins.Second())
         return manager
 
-    monkeypatch.setattr(nsbench.cli, "get_plugin_manager", with_both)
+    monkeypatch.setattr(nsbench.flags, "get_plugin_manager", with_both)
     written = Counter()
     real_write = results.write_json
     monkeypatch.setattr(results, "write_json", lambda path, payload: (written.update([Path(path).name]), real_write(path, payload)))
@@ -112,7 +112,7 @@ def test_an_engine_receives_only_its_plugins_flags_and_the_seed(tmp_path, monkey
 
 
 def parsed_config(argv: list[str]) -> RunConfig:
-    from nsbench.cli import build_parser
+    from nsbench.flags import build_parser
     from nsbench.plugins.manager import get_plugin_manager
 
     manager = get_plugin_manager([])
@@ -131,7 +131,7 @@ def test_the_run_configuration_is_frozen():
 def test_the_parser_holds_the_only_defaults():
     """RunConfig had defaults of its own, and one disagreed with the parser's
     (jobs=1 against every usable core): now it has none."""
-    from nsbench.cli import usable_cores
+    from nsbench.flags import usable_cores
 
     assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                for f in dataclasses.fields(RunConfig))

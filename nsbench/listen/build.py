@@ -22,6 +22,7 @@ import numpy as np
 
 from nsbench.report import layout
 from nsbench.listen import design, screening, stimuli
+from nsbench.listen.stimuli import token
 from nsbench.listen.design import ANCHOR, INPUT, MUSHRA, P835, REFERENCE, Condition
 from nsbench.listen.run_audio import FinishedRun, load_clip, reopen
 from nsbench.plugins.types import UserError
@@ -128,10 +129,6 @@ def condition_audio(run: FinishedRun, clips: list[str], loaded: dict[str, Any],
         raise UserError(f"no kept output of {missing[0]} (and {len(missing) - 1} more) in the cache or --output-folder; "
                         f"this run provides them (from the cache where it can): {run.command}")
     return audio
-
-
-def token() -> str:
-    return secrets.token_hex(6)
 
 
 def write_test(run: FinishedRun, folder: Path, method: str, clips: list[str], cells: dict[str, dict[str, str]],

@@ -11,7 +11,6 @@ run)`` callback and the clip sources) is what this gives afterwards.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 from dataclasses import dataclass, field
@@ -68,16 +67,12 @@ def reopen(folder: Path) -> FinishedRun:
     # The command that fills the cache with this run's outputs: the run's own, minus what keeps them out of it.
     refill = [arg for arg in argv if arg not in ("--no-cache", "--rerun")]
     run = FinishedRun(folder, results, records, command="python benchmark.py " + shlex.join(refill))
-    from nsbench import cli  # the CLI's own parser and cache keys, only when a test is built
+    from nsbench.flags import parse_flags  # the run's own parser, only when a test is built
     from nsbench.run.config import RunConfig
-    from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
 
-    early = argparse.ArgumentParser(add_help=False)
-    early.add_argument("--plugin", action="append", default=[])
-    manager = get_plugin_manager(early.parse_known_args(argv)[0].plugin)
     try:
-        args = cli.build_parser(manager).parse_args(argv)
+        manager, args = parse_flags(argv)
     except SystemExit:
         raise UserError(f"{folder}: the recorded command line no longer parses: {run.command}") from None
     config = RunConfig.from_args(args, argv)

@@ -39,7 +39,6 @@ def synthetic(text: str, rate: int) -> np.ndarray:
 def p835_trials(folder: Path, rate: int, part: int, trial_key: dict[str, Any],
                 stimulus_key: dict[str, Any]) -> list[dict[str, Any]]:
     """The screening trials of one part, their files written and their expected answers in the key."""
-    from nsbench.listen.build import token
 
     answer = trap_answer(part)
     voice = synthetic(GOLD_SENTENCE, rate)
@@ -54,9 +53,9 @@ def p835_trials(folder: Path, rate: int, part: int, trial_key: dict[str, Any],
     trials = []
     for kind, (audio, expected) in made.items():
         level = stimuli.equalise({"s": stimuli.cut(audio, rate, len(audio) / rate)}, rate)["s"]
-        name, trial = f"audio/{token()}.wav", "t" + token()
+        name, trial = f"audio/{stimuli.token()}.wav", "t" + stimuli.token()
         stimuli.write(folder / name, level.audio, rate)
-        clip, condition = "c" + token(), "k" + token()
+        clip, condition = "c" + stimuli.token(), "k" + stimuli.token()
         stimulus_key[name] = {"clip": clip, "condition": condition, "loudness_lufs": level.loudness, "gain_db": level.gain_db}
         trial_key[trial] = {"kind": "trap" if kind == "trap" else "gold", "expected": expected,
                             "tolerance": 0 if kind == "trap" else GOLD_TOLERANCE}

@@ -10,6 +10,8 @@ metric still reports it).
 """
 from __future__ import annotations
 
+import secrets
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -87,3 +89,8 @@ def write(path: Path, audio: np.ndarray, rate: int) -> None:
     """16-bit PCM WAV with no metadata chunk (nothing in it names the condition)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     soundfile.write(str(path), np.clip(audio, -1.0, 1.0), rate, subtype="PCM_16", format="WAV")
+
+
+def token() -> str:
+    """A random name for a file or a trial: nothing in it tells a listener which engine it is."""
+    return secrets.token_hex(6)

@@ -98,7 +98,7 @@ def streaming_html(results: Sequence[Mapping[str, Any]], blocks: Any, jobs: int)
 
 def conditions_html(results: Sequence[Mapping[str, Any]]) -> str:
     """report.md's per-condition section (--condition): where each engine loses most, then the same table."""
-    from nsbench.run import conditions
+    from nsbench.report import conditions_summary as conditions
     from nsbench.report.tables import headline_higher_is_better
 
     ordered = highlights.ordered(results)

@@ -31,10 +31,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, coverage, failures, highlights, layout, listening_grid, model, streaming_summary
+from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 
-from nsbench.run import checks, conditions, no_reference, streaming
+from nsbench.run import checks, no_reference, streaming
 from nsbench.audio.files import write_audio
 from nsbench.run.config import RunConfig
 from nsbench.store import atomic
@@ -190,7 +190,7 @@ class ResultsWriter:
             only_whole = streaming_summary.only_unstreamable_line(results, self.baselines, blocks)
             if only_whole:
                 print(f"nsbench: {only_whole}", file=sys.stderr)
-        top, by_condition = conditions.report_parts(results) if self.conditions else ([], [])
+        top, by_condition = conditions_summary.report_parts(results) if self.conditions else ([], [])
         top = [text for text in (coverage.earlier_text(self.coverage.earlier), coverage.cache_sentence(current),
                                  no_reference.results_text(results)) if text] + list(top)
         sections = [text for text in (failures.failures_markdown(current), coverage.left_out_markdown(self.coverage.left_out))

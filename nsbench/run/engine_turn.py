@@ -14,14 +14,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsbench.run import conditions
 from nsbench.run.engine_run import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, EngineRun
 from nsbench.run.interrupts import Interrupted, as_interrupted, deferred
 from nsbench.run.plan import RunPlan
 from nsbench.run.progress import engine_progress, say
 from nsbench.run.runner import run_engine
 from nsbench.run.session import Run, Stopped
-from nsbench.report import streaming_summary
+from nsbench.report import conditions_summary, streaming_summary
 from nsbench.report.baselines import baselines_of
 from nsbench.report.model import engine_result
 from nsbench.report.summary import alignment_summary, summarise
@@ -189,7 +188,7 @@ def summarise_engine(plan: RunPlan, turn: Turn, compensation: dict[str, Any] | N
         extra["interrupted"] = {"signal": stop.signal.name, "clips_done": stop.done, "clips_planned": stop.planned}
     info = engine_info(plan.registry.engines.get(engine.name), records, turn.notes, plan.baselines)
     if plan.conditions:  # the engine's gain under each condition (the passthrough's: the input's score)
-        extra = {**extra, "conditions": conditions.condition_cells(records, reported, plan.conditions)}
+        extra = {**extra, "conditions": conditions_summary.condition_cells(records, reported, plan.conditions)}
     streamed = streaming_summary.engine_summary(records)
     if streamed is not None:
         extra = {**extra, "streaming": streamed}
