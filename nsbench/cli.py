@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from nsbench.store import cache
+from nsbench.store import cache, eviction
 
 from nsbench.run import conditions, malloc_tuning, no_reference, streaming
 
@@ -78,6 +78,9 @@ def build_parser(manager) -> argparse.ArgumentParser:
     cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     cache.add_argument("--rerun", action="store_true", help="recompute everything, replacing what the cache holds")
     cache.add_argument("--clear-cache", action="store_true", help="empty the cache and exit (--list cache shows where and how big)")
+    cache.add_argument("--cache-max-size", type=cache_size, metavar="SIZE",  # nsbench.store.eviction
+                       help="cap the cache of outputs and scores, e.g. 2GB or 500MB: the least recently used go first "
+                            f"(default: ${eviction.MAX_SIZE_VARIABLE}, else no cap)")
     add_report_arguments(parser)
     streaming.add_arguments(parser)
     # The flags so far shape the run, not an engine's output: the cache keys
@@ -95,6 +98,15 @@ def add_plugin_arguments(manager, parser: argparse.ArgumentParser) -> dict[str, 
         impl.function(parser=parser)
         added[manager.get_name(impl.plugin)] = frozenset(action.dest for action in parser._actions) - before
     return added
+
+
+def cache_size(text: str) -> str:
+    """--cache-max-size: checked here, kept as typed (the environment carries it)."""
+    try:
+        eviction.parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def usable_cores() -> int:
@@ -149,6 +161,8 @@ def run_cli(argv: list[str]) -> int:
     manager = get_plugin_manager(plugins)
     args = build_parser(manager).parse_args(argv)
     registry = build_registry(manager)
+    if args.cache_max_size:  # read by every Cache, in the worker processes too (nsbench.store.eviction)
+        os.environ[eviction.MAX_SIZE_VARIABLE] = args.cache_max_size
     if args.clear_cache:
         print(cache.clear(cache.cache_root()))
         return 0

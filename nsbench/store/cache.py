@@ -49,7 +49,6 @@ import inspect
 import io
 import json
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -479,7 +478,5 @@ def usage_text(root: Path) -> str:
 
 def clear(root: Path) -> str:
     """Empties the cache; returns what was removed, for the user."""
-    files, size = folder_usage(root)
-    if root.is_dir():
-        shutil.rmtree(root)
+    files, size = eviction.remove_tree(root)  # at once, however many entries: renamed aside, then deleted
     return f"removed {root}: {files} files, {size / 1e6:.1f} MB"

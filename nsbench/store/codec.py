@@ -95,7 +95,7 @@ def unshuffled(data: bytes | memoryview, dtype: np.dtype, count: int) -> np.ndar
     if len(raw) != count * dtype.itemsize:
         raise NotCompact(f"{len(raw)} bytes of data for {count} {dtype} samples")
     planes = np.frombuffer(raw, dtype=np.uint8).reshape(dtype.itemsize, count)
-    return np.ascontiguousarray(planes.T).view(dtype).reshape(-1)
+    return planes.T.copy().view(dtype).reshape(-1)  # a copy always: writeable, even for 0 or 1 sample
 
 
 def decode(payload: bytes | memoryview) -> np.ndarray:
