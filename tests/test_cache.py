@@ -245,8 +245,8 @@ def test_list_cache_shows_where_and_how_big_and_clear_empties_it(setup, tmp_path
     shown = capsys.readouterr().out.splitlines()
     assert shown[0].startswith(f"cache: {private_cache} ")
     runs = next(line for line in shown if line.split()[0] == cache.RUNS_FOLDER)
-    # an output and a scores entry per clip and engine (with passthrough), and a marker per engine
-    assert int(runs.split()[1]) == 2 * 2 * CLIPS + 2
+    # an output and a scores entry per clip and engine (with passthrough), a marker per engine, the FORMAT file
+    assert int(runs.split()[1]) == 2 * 2 * CLIPS + 2 + 1
     assert main(["--clear-cache"]) == 0
     assert capsys.readouterr().out.startswith(f"removed {private_cache}: ")
     assert not private_cache.exists()

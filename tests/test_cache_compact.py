@@ -162,7 +162,7 @@ def test_the_size_cap_is_honoured_after_every_write(tmp_path):
     store = cache.Cache(tmp_path, max_size=cap)
     for index in range(30):
         store.put_output(key(str(index)), cache.CachedOutput(NOISE, 0.0, 0.0, ""))
-        assert eviction.tree_usage(store.folder)[1] <= cap
+        assert sum(entry.size for entry in eviction.walk(store.folder)) <= cap  # the entries (not the FORMAT file)
     assert store.path(key("29"), "output").exists()  # the newest stays
     assert len(store.warnings) >= 5 and all("evicted" in warning for warning in store.warnings)
 
@@ -195,8 +195,24 @@ def test_clear_empties_at_once_and_reports_what_it_held(tmp_path):
     for index in range(20):
         store.put_output(key(str(index)), cache.CachedOutput(NOISE, 0.0, 0.0, ""))
     files, size = cache.folder_usage(root)
-    assert files == 20 and size > 0
-    assert cache.clear(root) == f"removed {root}: 20 files, {size / 1e6:.1f} MB"
+    assert files == 20 + 1 and size > 0  # and the FORMAT file
+    assert cache.clear(root) == f"removed {root}: 21 files, {size / 1e6:.1f} MB"
     assert not root.exists()
     cache.Cache(root).put_output(key("again"), cache.CachedOutput(NOISE, 0.0, 0.0, ""))  # usable at once
-    assert cache.folder_usage(root)[0] == 1
+    assert cache.folder_usage(root)[0] == 1 + 1
+
+
+def test_a_cache_of_an_older_nsbench_is_said_once_and_goes_first(tmp_path):
+    """Entries written before format 2: their keys changed with the cache's
+    code, so they are never looked up; the user is told once, and the cap
+    evicts them first (they are the least recently used)."""
+    old = cache.Cache(tmp_path).path(key("old"), "output")
+    old.parent.mkdir(parents=True)
+    old.write_bytes(old_format_entry(NOISE, {"cpu_seconds": 0, "wall_seconds": 0, "delay": ""}))
+    os.utime(old, ns=(10**18, 10**18))
+    first = cache.Cache(tmp_path, max_size=int(1.5 * len(old.read_bytes())))
+    assert len(first.warnings) == 1 and "older nsbench (format 1" in first.warnings[0]
+    assert cache.Cache(tmp_path).warnings == []  # said once
+    first.put_output(key("new"), cache.CachedOutput(NOISE, 0.0, 0.0, ""))
+    assert not old.exists() and first.path(key("new"), "output").exists()
+    assert cache.Cache(tmp_path / "fresh").warnings == []  # a new cache is not an old one

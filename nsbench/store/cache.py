@@ -257,6 +257,8 @@ class Cache:
         except ValueError as error:
             self.warnings.append(f"${eviction.MAX_SIZE_VARIABLE}: {error}; the cache has no cap")
         self.cap = eviction.SizeCap(self.folder, max_size) if max_size else None
+        older = eviction.older_format_note(self.folder, ENTRY_FORMAT) if read else None
+        self.warnings += [older] if older else []
 
     # ----------------------------------------------------------------- engines
 
@@ -382,6 +384,9 @@ class Cache:
             checksum.update(part)
         header = json.dumps({"format": ENTRY_FORMAT, "sha256": checksum.hexdigest(), "meta": meta}).encode()
         try:
+            if not path.parent.exists():  # a new cache: its format noted, for older_format_note
+                self.folder.mkdir(parents=True, exist_ok=True)
+                (self.folder / eviction.FORMAT_FILE).write_text(f"{ENTRY_FORMAT}\n")
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(prefix=f".{key[:8]}-", suffix=".tmp", dir=path.parent)
             try:

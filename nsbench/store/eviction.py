@@ -179,3 +179,21 @@ def remove_tree(root: Path) -> tuple[int, int]:
     subprocess.Popen([sys.executable, "-c", "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)", str(trash)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     return usage
+
+
+FORMAT_FILE = "FORMAT"  # in the runs folder: the entry format that wrote it
+
+
+def older_format_note(folder: Path, entry_format: int) -> str | None:
+    """A line for the user, once, when ``folder`` holds entries from before
+    entry format 2 (no FORMAT file): every key changed with the cache's code,
+    so they are never read, only kept until evicted or cleared."""
+    marker = Path(folder) / FORMAT_FILE
+    if marker.exists() or not Path(folder).is_dir():
+        return None
+    try:
+        marker.write_text(f"{entry_format}\n")
+    except OSError:  # a read-only cache: said at every run, then
+        pass
+    return (f"the cache {folder} holds entries of an older nsbench (format 1, raw float32), which this one "
+            f"does not use: they go first under --cache-max-size, or --clear-cache removes them")
