@@ -32,6 +32,7 @@ INT16_SCALE = 32768.0
 # zlib level 1: measured on the demo engines' outputs (bench/bench_cache.py),
 # levels 6 and 9 save under 3% more and write 2-4x slower.
 ZLIB_LEVEL = 1
+PROBE = 512  # samples checked first for int16, before the whole array
 
 
 class NotCompact(ValueError):
@@ -65,18 +66,24 @@ def choose(array: np.ndarray) -> tuple[str, bytes]:
 
 
 def as_int16(array: np.ndarray) -> np.ndarray | None:
-    """The integers k with array == k/32768 bit for bit, or None. -0.0 and
-    NaN fail the bit comparison, so they are never flattened to 0."""
-    if array.size == 0:
+    """The integers k with array == k/32768 bit for bit, or None."""
+    flat = array.reshape(-1)
+    if flat.size == 0 or (flat.size > PROBE and int16_exact(flat[:PROBE]) is None):  # most float outputs fail early
         return None
-    scaled = array * INT16_SCALE  # exact: a power of two
+    pcm = int16_exact(flat)
+    return None if pcm is None else pcm.reshape(array.shape)
+
+
+def int16_exact(flat: np.ndarray) -> np.ndarray | None:
+    """-0.0 and NaN fail the bit comparison, so they are never flattened to 0."""
+    scaled = flat * INT16_SCALE  # exact: a power of two
     if not np.all(np.abs(scaled) <= INT16_SCALE):  # also false for NaN
         return None
     pcm = scaled.astype(np.int32)  # truncation; a non-integer fails the check below
     if pcm.max() > 32767:
         return None
-    back = (pcm / INT16_SCALE).astype(array.dtype)
-    if not np.array_equal(back.view(unsigned(array.dtype)), array.view(unsigned(array.dtype))):
+    back = (pcm / INT16_SCALE).astype(flat.dtype)
+    if not np.array_equal(back.view(unsigned(flat.dtype)), flat.view(unsigned(flat.dtype))):
         return None
     return pcm.astype(np.int16)
 
