@@ -216,3 +216,17 @@ def test_a_cache_of_an_older_nsbench_is_said_once_and_goes_first(tmp_path):
     first.put_output(key("new"), cache.CachedOutput(NOISE, 0.0, 0.0, ""))
     assert not old.exists() and first.path(key("new"), "output").exists()
     assert cache.Cache(tmp_path / "fresh").warnings == []  # a new cache is not an old one
+
+
+def test_a_cache_unpickled_in_a_worker_shares_the_process_size_cap(tmp_path):
+    """A Dask worker unpickles the run (and its Cache) with every task: the
+    cap's walk of the cache must stay once per SLACK written, not per clip."""
+    import pickle
+
+    store = cache.Cache(tmp_path, max_size=10**9)
+    store.put_output(key("one"), cache.CachedOutput(NOISE, 0.0, 0.0, ""))
+    cap = eviction.cap_for(store.folder, 10**9)
+    walked_at = cap.estimate
+    pickle.loads(pickle.dumps(store)).put_output(key("two"), cache.CachedOutput(NOISE, 0.0, 0.0, ""))
+    assert cap.estimate == walked_at + store.path(key("two"), "output").stat().st_size  # counted, not walked again
+    assert cap.since_walk == cap.estimate - walked_at

@@ -262,7 +262,7 @@ class Cache:
             max_size = max_size or eviction.max_size_from_environment()
         except ValueError as error:
             self.warnings.append(f"${eviction.MAX_SIZE_VARIABLE}: {error}; the cache has no cap")
-        self.cap = eviction.SizeCap(self.folder, max_size) if max_size else None
+        self.max_size = max_size  # its SizeCap is the process's (eviction.cap_for), not pickled with the Cache
         older = eviction.older_format_note(self.folder, ENTRY_FORMAT) if read else None
         self.warnings += [older] if older else []
 
@@ -407,7 +407,8 @@ class Cache:
         except OSError as error:  # a full disk or a read-only cache costs the caching, not the clip
             self.warnings.append(f"cannot write to the cache {self.folder}: {error.strerror or error}; going on without it")
             return
-        evicted = self.cap.wrote(len(header) + 1 + sum(len(part) for part in payload)) if self.cap else None
+        size = len(header) + 1 + sum(len(part) for part in payload)
+        evicted = eviction.cap_for(self.folder, self.max_size).wrote(size) if self.max_size else None
         if evicted:
             self.warnings.append(evicted)
 

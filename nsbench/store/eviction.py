@@ -4,7 +4,7 @@ the fast walk over its files that both the cap and ``--list cache`` use.
 Least recently used entries go first. Use is an entry file's mtime: writing
 an entry sets it, and reading one touches it (nsbench.store.cache), so no
 index has to be kept consistent between the worker processes that write the
-cache at once; each of them holds its own SizeCap.
+cache at once; each of them holds its own SizeCap (cap_for).
 
 A SizeCap does not walk the cache at every write (100,000 entries take about
 two to three seconds to walk on a busy 2-core machine): it walks it at its first write, then again once the
@@ -32,7 +32,8 @@ UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
          "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 TRASH_MARK = ".cleared-"  # a cleared cache, renamed aside while it is deleted
-SKIPPED_FOLDERS = ("engines",)  # the per-engine markers: empty files, never evicted
+SKIPPED_FOLDERS = ("engines",)
+_CAPS: dict = {}  # (folder, max size) -> SizeCap, in this process (cap_for)  # the per-engine markers: empty files, never evicted
 
 
 def parse_size(text: str) -> int:
@@ -122,6 +123,13 @@ def evict(entries: list[Entry], target: int) -> tuple[int, int, int]:
         removed += 1
         freed += entry.size
     return removed, freed, total - freed
+
+
+def cap_for(folder: Path, max_size: int) -> "SizeCap":
+    """This process's SizeCap of ``folder``: one, however often a Cache is
+    unpickled here (a Dask worker gets the run with every task), so that the
+    cache is walked at the first write and then every SLACK, not every clip."""
+    return _CAPS.setdefault((os.fspath(folder), max_size), SizeCap(Path(folder), max_size))
 
 
 class SizeCap:
