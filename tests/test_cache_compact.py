@@ -230,3 +230,8 @@ def test_a_cache_unpickled_in_a_worker_shares_the_process_size_cap(tmp_path):
     pickle.loads(pickle.dumps(store)).put_output(key("two"), cache.CachedOutput(NOISE, 0.0, 0.0, ""))
     assert cap.estimate == walked_at + store.path(key("two"), "output").stat().st_size  # counted, not walked again
     assert cap.since_walk == cap.estimate - walked_at
+
+
+def test_an_empty_runs_folder_is_not_taken_for_an_older_cache(tmp_path):
+    (tmp_path / cache.RUNS_FOLDER / cache.ENGINES_FOLDER).mkdir(parents=True)
+    assert cache.Cache(tmp_path).warnings == []

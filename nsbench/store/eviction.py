@@ -197,7 +197,7 @@ def older_format_note(folder: Path, entry_format: int) -> str | None:
     entry format 2 (no FORMAT file): every key changed with the cache's code,
     so they are never read, only kept until evicted or cleared."""
     marker = Path(folder) / FORMAT_FILE
-    if marker.exists() or not Path(folder).is_dir():
+    if marker.exists() or not holds_entries(folder):  # an empty folder is no older cache
         return None
     try:
         marker.write_text(f"{entry_format}\n")
@@ -205,3 +205,10 @@ def older_format_note(folder: Path, entry_format: int) -> str | None:
         pass
     return (f"the cache {folder} holds entries of an older nsbench (format 1, raw float32), which this one "
             f"does not use: they go first under --cache-max-size, or --clear-cache removes them")
+
+
+def holds_entries(folder: Path) -> bool:
+    try:
+        return any(item.is_dir() and len(item.name) == 2 and any(os.scandir(item.path)) for item in os.scandir(folder))
+    except FileNotFoundError:
+        return False
