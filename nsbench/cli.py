@@ -78,7 +78,7 @@ def build_parser(manager) -> argparse.ArgumentParser:
     cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     cache.add_argument("--rerun", action="store_true", help="recompute everything, replacing what the cache holds")
     cache.add_argument("--clear-cache", action="store_true", help="empty the cache and exit (--list cache shows where and how big)")
-    cache.add_argument("--cache-max-size", type=cache_size, metavar="SIZE",  # nsbench.store.eviction
+    cache.add_argument("--cache-max-size", type=eviction.size_argument, metavar="SIZE",  # nsbench.store.eviction
                        help="cap the cache of outputs and scores, e.g. 2GB or 500MB: the least recently used go first "
                             f"(default: ${eviction.MAX_SIZE_VARIABLE}, else no cap)")
     add_report_arguments(parser)
@@ -98,15 +98,6 @@ def add_plugin_arguments(manager, parser: argparse.ArgumentParser) -> dict[str, 
         impl.function(parser=parser)
         added[manager.get_name(impl.plugin)] = frozenset(action.dest for action in parser._actions) - before
     return added
-
-
-def cache_size(text: str) -> str:
-    """--cache-max-size: checked here, kept as typed (the environment carries it)."""
-    try:
-        eviction.parse_size(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 def usable_cores() -> int:

@@ -16,6 +16,7 @@ between walks.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -43,6 +44,15 @@ def parse_size(text: str) -> int:
     if not match or unit not in UNITS:
         raise ValueError(f"not a size: {text!r} (try 2GB, 500MB, 1.5GiB)")
     return int(float(match.group(1)) * UNITS[unit])
+
+
+def size_argument(text: str) -> str:
+    """--cache-max-size's type: checked, kept as typed (the environment carries it to workers)."""
+    try:
+        parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def size_text(size: int) -> str:
