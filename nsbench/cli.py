@@ -8,10 +8,11 @@ list so tests call the CLI directly (as museval does).
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
 
-from nsbench.store import cache
+from nsbench.store import cache, eviction
 from nsbench.run import malloc_tuning
 from nsbench.run.config import RunConfig
 from nsbench.run.interrupts import Interrupted, as_interrupted, signals_interrupt
@@ -53,6 +54,8 @@ def run_cli(argv: list[str]) -> int:
     manager, args = parse_flags(argv)
     registry = build_registry(manager)
     layout.use(registry)  # the reports place engines and metrics by these specs
+    if args.cache_max_size:  # read by every Cache, in the worker processes too (nsbench.store.eviction)
+        os.environ[eviction.MAX_SIZE_VARIABLE] = args.cache_max_size
     if args.clear_cache:
         print(cache.clear(cache.cache_root()))
         return 0

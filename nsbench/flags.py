@@ -16,6 +16,7 @@ from nsbench.listing import LIST_CHOICES
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.report.writer import add_arguments as add_report_arguments
 from nsbench.run import streaming
+from nsbench.store import eviction
 
 
 def parse_flags(argv: list[str]) -> tuple[Any, argparse.Namespace]:
@@ -60,6 +61,9 @@ def build_parser(manager) -> argparse.ArgumentParser:
     cache.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     cache.add_argument("--rerun", action="store_true", help="recompute everything, replacing what the cache holds")
     cache.add_argument("--clear-cache", action="store_true", help="empty the cache and exit (--list cache shows where and how big)")
+    cache.add_argument("--cache-max-size", type=eviction.size_argument, metavar="SIZE",  # nsbench.store.eviction
+                       help="cap the cache of outputs and scores, e.g. 2GB or 500MB: the least recently used go first "
+                            f"(default: ${eviction.MAX_SIZE_VARIABLE}, else no cap)")
     add_report_arguments(parser)
     streaming.add_arguments(parser)
     # The flags so far shape the run, not an engine's output: the cache keys

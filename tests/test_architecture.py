@@ -15,6 +15,10 @@ BUILTIN_FOLDERS = ("engines", "datasets", "metrics", "conditions")
 # Where files are written: the core and the built-in adapters.
 WRITING_CODE = [PACKAGE, *(REPO_ROOT / folder for folder in BUILTIN_FOLDERS)]
 ATOMIC_HELPER = PACKAGE / "store" / "atomic.py"
+# Renames that write nothing: each with why it is not a write.
+NOT_WRITES = {
+    "nsbench/store/eviction.py": "os.rename",  # --clear-cache moves the whole cache folder aside, then deletes it
+}
 
 
 def module_files(package: Path = PACKAGE, builtins: Path | None = REPO_ROOT) -> dict[str, Path]:
@@ -176,6 +180,10 @@ def test_every_writer_goes_through_the_atomic_helper():
         for path in sorted(folder.rglob("*.py"))
         if path != ATOMIC_HELPER and (found := hand_written_writes(path))
     }
+    for name, call in NOT_WRITES.items():
+        remaining = [line for line in offenders.get(name, []) if f" {call}(" not in line]
+        assert len(remaining) < len(offenders.get(name, [None])), f"{name} no longer calls {call}: drop it from NOT_WRITES"
+        offenders.pop(name) if not remaining else offenders.__setitem__(name, remaining)
     assert not offenders, "write through nsbench.store.atomic instead:\n" + "\n".join(
         f"{name}:{line}" for name, lines in offenders.items() for line in lines
     )

@@ -7,7 +7,6 @@ tests count exactly what each run computed. The metric also scores the
 baseline, passthrough, which every run adds: twice per clip."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -20,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsbench.store import cache
+from nsbench.store import cache, codec
 from nsbench.cli import main
 
 from conftest import REPO_ROOT, make_folder_dataset, tone_and_noise
@@ -176,7 +175,7 @@ def halving_entry(root: Path, kind: str, length: int) -> Path:
     length: of the two outputs of that length, the quieter one."""
     outputs = []
     for path in root.rglob("*.output"):
-        audio = np.load(io.BytesIO(cache.parse_entry(path.read_bytes())[1]))
+        audio = codec.decode(cache.parse_entry(path.read_bytes())[1])
         if len(audio) == length:
             outputs.append((float(np.sum(audio.astype(np.float64) ** 2)), path))
     assert len(outputs) == 2
@@ -214,8 +213,8 @@ def test_cache_entries_round_trip_and_refuse_damage(tmp_path):
     sources = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]  # a separation output, not contiguous
     store.put_output("ef" * 32, cache.CachedOutput(sources, 0.0, 0.0, ""))
     np.testing.assert_array_equal(store.get_output("ef" * 32).audio, sources)
-    # The payload is a .npy file as numpy writes it.
-    np.testing.assert_array_equal(np.load(io.BytesIO(cache.parse_entry(store.path("ef" * 32, "output").read_bytes())[1])), sources)
+    # The payload is the compact codec's (nsbench.store.codec; tests/test_cache_compact.py), decoded alone too.
+    np.testing.assert_array_equal(codec.decode(cache.parse_entry(store.path("ef" * 32, "output").read_bytes())[1]), sources)
     path = store.path("ab" * 32, "output")
     for damage in (b"", b"garbage", path.read_bytes()[:-10]):
         path.write_bytes(damage)
@@ -246,8 +245,8 @@ def test_list_cache_shows_where_and_how_big_and_clear_empties_it(setup, tmp_path
     shown = capsys.readouterr().out.splitlines()
     assert shown[0].startswith(f"cache: {private_cache} ")
     runs = next(line for line in shown if line.split()[0] == cache.RUNS_FOLDER)
-    # an output and a scores entry per clip and engine (with passthrough), and a marker per engine
-    assert int(runs.split()[1]) == 2 * 2 * CLIPS + 2
+    # an output and a scores entry per clip and engine (with passthrough), a marker per engine, the FORMAT file
+    assert int(runs.split()[1]) == 2 * 2 * CLIPS + 2 + 1
     assert main(["--clear-cache"]) == 0
     assert capsys.readouterr().out.startswith(f"removed {private_cache}: ")
     assert not private_cache.exists()
