@@ -34,7 +34,7 @@ from nsbench.plugins.metric_options import bind_options  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
 from nsbench.run.runner import run_engine  # noqa: E402
-from nsbench.plugins.types import MetricInputs  # noqa: E402
+from nsbench.plugins.records import MetricInputs  # noqa: E402
 
 COST_ENGINES = ("passthrough", "noisereduce", "webrtc", "speex")
 DEMO = "demo"  # the dataset the default run uses

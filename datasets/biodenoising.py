@@ -41,7 +41,9 @@ from typing import Any, Mapping
 from nsbench.audio.files import load_pair
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.text import plural
-from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.specs import DatasetSpec
+from nsbench.plugins.errors import UserError
 
 ROOT_NAME = "biodenoising_validation"
 RATES = (16000, 48000)

@@ -37,7 +37,9 @@ from nsbench.store.cache import cache_root
 from nsbench.generated_set import MadeClip
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.synth import noises
-from nsbench.plugins.types import ClipError, ClipSource, DatasetSpec, UserError
+from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.specs import DatasetSpec
 
 # Where the recordings are; tests point it at a damaged copy.
 BUNDLE_FOLDER = Path(__file__).resolve().parent / "demo_audio"

@@ -22,7 +22,8 @@ from nsbench import generated_set
 from nsbench.store.cache import cache_root
 from nsbench.generated_set import MadeClip
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import ClipSource, DatasetSpec
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.specs import DatasetSpec
 
 # Bump when generation changes, so cached sets from older code are not reused.
 GENERATOR_VERSION = 1

@@ -35,7 +35,9 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.audio.files import load_pair
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Clip, ClipSource, DatasetSpec, UserError
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.specs import DatasetSpec
+from nsbench.plugins.errors import UserError
 
 # Pairing: the file id ends every name in both folders.
 FILE_ID = re.compile(r"fileid_(\d+)\.wav$")

@@ -27,7 +27,9 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.audio.files import load_noisy
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.specs import DatasetSpec
+from nsbench.plugins.errors import UserError
 
 # Categories per source, as the file names spell them (REFERENCE.md section 6).
 CATEGORIES = {

@@ -27,7 +27,9 @@ from nsbench.audio.files import load_noisy, load_pair
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import load_with_transcript, with_text
 from nsbench.text import plural
-from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.specs import DatasetSpec
+from nsbench.plugins.errors import UserError
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 TRANSCRIPTS_FILE = "transcripts.tsv"

@@ -54,7 +54,9 @@ from nsbench.audio.files import fit_length, read_audio, resample
 from nsbench.store.cache import cache_root
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.text import plural
-from nsbench.plugins.types import Clip, ClipSource, DatasetSpec, UserError
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.specs import DatasetSpec
+from nsbench.plugins.errors import UserError
 
 SPLITS = ("eval", "validation", "train")
 DEFAULT_SPLIT = "eval"

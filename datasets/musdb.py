@@ -61,7 +61,9 @@ from nsbench.builtin.metrics.levels import SILENCE_BELOW_DB, segment_length
 from nsbench.store.cache import cache_root
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.text import plural
-from nsbench.plugins.types import Clip, ClipError, ClipSource, DatasetSpec, UserError
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.specs import DatasetSpec
 
 SPLITS = ("test", "train")
 DEFAULT_SPLIT = "test"

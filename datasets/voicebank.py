@@ -32,7 +32,9 @@ from nsbench.audio.files import load_pair
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import load_with_transcript
 from nsbench.text import plural
-from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.specs import DatasetSpec
+from nsbench.plugins.errors import UserError
 
 CLEAN_DIR = "clean_testset_wav"
 NOISY_DIR = "noisy_testset_wav"

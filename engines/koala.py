@@ -22,7 +22,9 @@ import numpy as np
 
 from nsbench.audio.frames import FrameStream, process_in_frames
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MEASURED, Engine, EngineSpec, UserError
+from nsbench.plugins.engine import MEASURED, Engine
+from nsbench.plugins.specs import EngineSpec
+from nsbench.plugins.errors import UserError
 
 SAMPLE_RATE = 16000
 KEY_VARIABLE = "PICOVOICE_ACCESS_KEY"

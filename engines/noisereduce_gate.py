@@ -13,7 +13,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.specs import EngineSpec
 
 SAMPLE_RATE = 16000  # the algorithm runs at any rate; 16 kHz as the demo set
 

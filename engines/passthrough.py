@@ -7,7 +7,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.specs import EngineSpec
 
 
 class PassthroughStream:

@@ -47,7 +47,9 @@ from nsbench.store.cache import files_digest
 from nsbench.external import STDERR_TAIL_CHARS, PrivateFolder, check_executable, run_program
 from nsbench.audio.frames import from_int16, to_int16
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MEASURED, ClipError, Engine, EngineSpec, UserError
+from nsbench.plugins.engine import MEASURED, Engine
+from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.specs import EngineSpec
 
 SAMPLE_RATE = 48000  # the demo's only rate
 FRAME = 480  # samples per rnnoise_process_frame call

@@ -14,7 +14,8 @@ import numpy as np
 
 from nsbench.audio.frames import BYTES_PER_SAMPLE, FrameStream, bytes_frames, process_bytes_in_frames
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.specs import EngineSpec
 
 SAMPLE_RATE = 16000
 FRAME_LENGTH = 160

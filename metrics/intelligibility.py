@@ -61,7 +61,9 @@ from nsbench.audio.files import non_finite
 from nsbench.builtin.metrics.octave_resample import resample_oct
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.store.reference import Features, ReferenceAudio
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.specs import MetricSpec
+from nsbench.plugins.errors import MetricUndefined
 
 PYSTOI_VERSION = "0.4.1"  # the version whose steps these are, and the tests compare against
 

@@ -21,7 +21,9 @@ import numpy as np
 from nsbench.audio.blocks import BLOCK_SAMPLES, spans
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.store.reference import Features, ReferenceAudio
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.specs import MetricSpec
+from nsbench.plugins.errors import MetricUndefined
 
 SEGMENT_SECONDS = 0.020
 # "More than 40 dB below the loudest segment" is voice-silent; exactly 40 dB is active.

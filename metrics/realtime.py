@@ -11,7 +11,9 @@ import math
 from typing import Callable
 
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.records import ENHANCEMENT, SEPARATION, MetricInputs
+from nsbench.plugins.specs import MetricSpec
+from nsbench.plugins.errors import MetricUndefined
 
 
 def real_time_factor(seconds: float, duration: float) -> float:

@@ -34,7 +34,9 @@ from nsbench.store.reference import Features, ReferenceAudio
 # The maths live in the core, shared with the output checks; imported here
 # under their old names, which tests and plugins use.
 from nsbench.audio.sdr import CLAMP_DB, reference_energy, si_sdr, snr  # noqa: F401
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.specs import MetricSpec
+from nsbench.plugins.errors import MetricUndefined
 
 INPUT_IS_CLEAN = "input equals the clean reference: no improvement to measure"
 

@@ -61,7 +61,9 @@ from nsbench.audio.files import resample
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.model_files import package_file, verified
 from nsbench.store.reference import Features, ReferenceAudio
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.specs import MetricSpec
+from nsbench.plugins.errors import MetricUndefined
 
 SILERO_VERSION = "6.2.3"
 INSTALL = f"pip install onnxruntime==1.32.0 && pip install --no-deps silero-vad=={SILERO_VERSION}"

@@ -25,7 +25,9 @@ import numpy as np
 from nsbench import recognition
 from nsbench.store.cache import cache_root, file_digest, json_text
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MetricInputs, MetricSpec, RecogniserSpec, UserError
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.specs import MetricSpec, RecogniserSpec
+from nsbench.plugins.errors import UserError
 
 DEFAULT_RECOGNISER = "pocketsphinx"
 POCKETSPHINX_VERSION = "5.1.1"

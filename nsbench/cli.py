@@ -38,7 +38,9 @@ from nsbench.report.terminal import run_notes_lines, summary_text
 from nsbench.text import fit_rows
 from nsbench.plugins.metric_options import bind_options, metric_provenance
 from nsbench.model_files import ModelFileMismatch
-from nsbench.plugins.types import ClipRecord, ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
+from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec, reported_values
+from nsbench.plugins.errors import UserError
 
 LIST_CHOICES = ("engines", "datasets", "metrics", "conditions", "recognisers", "plugins", "cache")
 EXIT_USER_ERROR = 2

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from nsbench.plugins.types import ClipError
+from nsbench.plugins.errors import ClipError
 
 # Bump when the remix or its file format changes: it is part of the cache key.
 REMIXER_VERSION = 1

@@ -25,16 +25,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from nsbench.text import plural
-from nsbench.plugins.types import (
-    MEASURED,
-    Clip,
-    ClipSource,
-    DatasetSpec,
-    EngineSpec,
-    MetricInputs,
-    MetricSpec,
-    MetricUndefined,
-)
+from nsbench.plugins.engine import MEASURED
+from nsbench.plugins.records import Clip, ClipSource, MetricInputs
+from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec
+from nsbench.plugins.errors import MetricUndefined
 
 CLIP_SECONDS = 1.0
 CLIP_COUNT = 2

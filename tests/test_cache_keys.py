@@ -12,7 +12,8 @@ from nsbench.store import cache
 from nsbench.run import checks
 from nsbench.builtin.engines.passthrough import build as build_passthrough
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import Clip, ClipSource, EngineSpec
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.specs import EngineSpec
 
 NSBENCH = Path(cache.__file__).parents[1]
 

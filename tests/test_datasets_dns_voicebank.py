@@ -18,7 +18,7 @@ import soundfile
 from nsbench import remix
 from nsbench.builtin.datasets import dns2020, voicebank
 from nsbench.cli import main
-from nsbench.plugins.types import ClipError, UserError
+from nsbench.plugins.errors import ClipError, UserError
 
 NAMES_FILE = Path(__file__).parent / "data" / "dns2020_noisy_names.txt"
 NOISY_NAMES = NAMES_FILE.read_text().split()

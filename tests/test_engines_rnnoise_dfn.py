@@ -14,7 +14,8 @@ import pytest
 
 from nsbench.audio.files import resample
 from nsbench.builtin.engines import deepfilternet, rnnoise
-from nsbench.plugins.types import ClipSource, UserError
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.errors import UserError
 
 from conftest import REPO_ROOT
 from engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
@@ -277,7 +278,8 @@ def test_the_served_program_takes_blocks_of_any_size(stationary):
 
 def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a_fresh_one(tmp_path, stationary):
     from nsbench.run.runner import run_engine
-    from nsbench.plugins.types import MEASURED, EngineSpec
+    from nsbench.plugins.engine import MEASURED
+    from nsbench.plugins.specs import EngineSpec
 
     argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "died-once")]
     spec = EngineSpec(
@@ -304,7 +306,8 @@ def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a
 def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stationary):
     from nsbench.builtin.metrics import sisdr
     from nsbench.run.runner import run_engine
-    from nsbench.plugins.types import MEASURED, EngineSpec
+    from nsbench.plugins.engine import MEASURED
+    from nsbench.plugins.specs import EngineSpec
 
     argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "hung-once"), "hang"]
     spec = EngineSpec(

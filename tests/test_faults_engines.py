@@ -35,7 +35,7 @@ from nsbench.builtin.metrics.sisdr import si_sdr
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 from conftest import add_plugin_to_the_cli, tone_and_noise, write_wav
 from engine_checks import run_builtin, stationary_sources

@@ -19,7 +19,8 @@ from nsbench.cli import main
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.store.reference import ReferenceAudio
 from nsbench.plugins.registry import build_registry
-from nsbench.plugins.types import MetricInputs, MetricUndefined
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.errors import MetricUndefined
 
 dnsmos = importlib.import_module("nsbench.builtin.metrics.dnsmos")
 gated = importlib.import_module("nsbench.builtin.metrics.speech_gated")

@@ -14,7 +14,8 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.plugins.types import EngineSpec, UserError
+from nsbench.plugins.specs import EngineSpec
+from nsbench.plugins.errors import UserError
 
 from conftest import REPO_ROOT
 
@@ -90,7 +91,7 @@ def make_distribution(root: Path) -> None:
         textwrap.dedent(
             """
             from nsbench.plugins.hookspecs import hookimpl
-            from nsbench.plugins.types import EngineSpec
+            from nsbench.plugins.specs import EngineSpec
             from nsbench.builtin.engines.passthrough import Passthrough
 
             @hookimpl

@@ -15,7 +15,7 @@ from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.report.tables import file_stem
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 from conftest import REPO_ROOT
 from test_runner import metrics, sources

@@ -20,7 +20,9 @@ from conftest import SHARED_AUDIO, add_plugin_to_the_cli
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import TranscriptStore, normalise_transcript, word_error_rate
-from nsbench.plugins.types import Clip, MetricUndefined, RecogniserSpec
+from nsbench.plugins.records import Clip
+from nsbench.plugins.errors import MetricUndefined
+from nsbench.plugins.specs import RecogniserSpec
 
 # CMU ARCTIC speaker aew reading the first three ARCTIC prompts (real speech, in
 # ../shared/audio): what the speaker says, as the ARCTIC prompt list writes it.
@@ -345,7 +347,7 @@ def test_a_silent_output_deletes_every_word(tmp_path, monkeypatch):
     from nsbench.plugins.metric_options import bind_options
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
-    from nsbench.plugins.types import MetricInputs
+    from nsbench.plugins.records import MetricInputs
 
     manager = get_plugin_manager(load_entry_points=False)
     manager.register(CountingPlugin())
@@ -366,7 +368,8 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
     from nsbench.run.runner import run_engine
-    from nsbench.plugins.types import ClipSource, EngineSpec, MetricSpec
+    from nsbench.plugins.records import ClipSource
+    from nsbench.plugins.specs import EngineSpec, MetricSpec
 
     calls = []
 

@@ -21,7 +21,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.plugins.types import ClipError, ClipSource, UserError
+from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.records import ClipSource
 
 Output = tuple[np.ndarray, int]
 

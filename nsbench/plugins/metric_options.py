@@ -11,7 +11,8 @@ import dataclasses
 import functools
 from typing import Any, Callable, Mapping, Sequence
 
-from nsbench.plugins.types import MetricInputs, MetricSpec
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.specs import MetricSpec
 
 
 def call_with_options(func: Callable[[MetricInputs], Any], options: Mapping[str, Any], inputs: MetricInputs) -> Any:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 

@@ -33,7 +33,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nsbench.report.summary import clip_values
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+from nsbench.plugins.specs import MetricSpec
 
 MIN_ENGINES = 3  # two points always rank-correlate by +-1
 MIN_CLIPS = 3

@@ -15,7 +15,8 @@ from nsbench.run import checks
 
 from nsbench.report import signed_rank
 from nsbench.text import plural
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+from nsbench.plugins.specs import MetricSpec
 
 
 def describe(values: Sequence[float]) -> dict[str, float | int]:

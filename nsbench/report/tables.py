@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+from nsbench.plugins.specs import MetricSpec
 
 # (metric name, column title, decimals): the per-cell table, in order.
 TABLE_COLUMNS = (

@@ -36,7 +36,8 @@ from nsbench.audio.files import write_audio
 from nsbench.run.config import RunConfig
 from nsbench.report.tables import ClipLog, file_stem, headline_higher_is_better, report_markdown, write_json
 from nsbench.report.summary import compare_with_baselines, compared_metrics
-from nsbench.plugins.types import ClipRecord, ClipSource, DatasetSpec, MetricSpec
+from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.plugins.specs import DatasetSpec, MetricSpec
 
 
 

@@ -33,7 +33,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from nsbench.store import cache
-from nsbench.plugins.types import Clip, ClipError, ClipRecord, ClipSource, MetricSpec, UserError, spec_version
+from nsbench.plugins.records import Clip, ClipRecord, ClipSource
+from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.specs import MetricSpec, spec_version
 
 NONE = "none"
 LABEL = "condition"  # the clip label and the cell key

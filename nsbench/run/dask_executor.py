@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from nsbench.run.runner import EngineHolder, EngineRun, Outcome, in_process, run_clip, sources_pickle
-from nsbench.plugins.types import ClipRecord, ClipSource, EngineSpec, UserError
+from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.plugins.specs import EngineSpec
+from nsbench.plugins.errors import UserError
 
 CONNECT_TIMEOUT = "5s"
 LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"

@@ -26,7 +26,8 @@ from threadpoolctl import threadpool_limits
 from nsbench.store import reference
 from nsbench.external import PrivateFolder
 from nsbench.run.runner import EngineHolder, EngineRun, Executor, Outcome, in_process, run_clip, sources_pickle
-from nsbench.plugins.types import ClipRecord, ClipSource, EngineSpec
+from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.plugins.specs import EngineSpec
 
 
 @contextlib.contextmanager

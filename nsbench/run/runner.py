@@ -24,19 +24,10 @@ from nsbench.audio.files import fit_length, non_finite, resample
 from nsbench.store.cache import Cache, CachedOutput, Identity
 from nsbench.store.reference import ReferenceAudio, ReferenceFeatures, reference_key
 from nsbench.text import plural
-from nsbench.plugins.types import (
-    Clip,
-    ClipError,
-    ClipRecord,
-    ClipSource,
-    Engine,
-    EngineSpec,
-    MetricInputs,
-    MetricSpec,
-    MetricUndefined,
-    PooledValue,
-    UserError,
-)
+from nsbench.plugins.records import Clip, ClipRecord, ClipSource, MetricInputs
+from nsbench.plugins.errors import ClipError, MetricUndefined, UserError
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.specs import EngineSpec, MetricSpec, PooledValue
 
 
 # A user's model may end with sys.exit() on an error, as scripts do: that fails

@@ -40,7 +40,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from nsbench.plugins.types import Clip
+from nsbench.plugins.records import Clip
 
 FORMAT_VERSION = 1
 # The run loop's code around an engine (resampling, delay compensation), on
