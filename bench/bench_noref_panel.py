@@ -90,9 +90,9 @@ def score(specs, clip, output, memo, names) -> tuple[dict[str, float], float]:
 
 def bound_specs(registry, names):
     """Specs with their per-run options bound, as a run binds them (the model hashes checked)."""
-    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.metric_options import bind_options, metric_context
 
-    specs, _ = bind_options([registry.metrics.require_available(name).spec for name in names], {}, registry)
+    specs, _ = bind_options([registry.metrics.require_available(name).spec for name in names], lambda metric: {}, metric_context(registry))
     return {spec.name: spec for spec in specs}
 
 

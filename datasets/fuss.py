@@ -50,13 +50,8 @@ from typing import Any, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio.files import fit_length, read_audio, resample
-from nsbench.store.cache import cache_root
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.text import plural
-from nsbench.plugins.records import Clip, ClipSource
-from nsbench.plugins.specs import DatasetSpec
-from nsbench.plugins.errors import UserError
+from nsbench.adapters import cache_root, fit_length, plural, read_audio, resample
+from nsbench import Clip, ClipSource, DatasetSpec, UserError, hookimpl
 
 SPLITS = ("eval", "validation", "train")
 DEFAULT_SPLIT = "eval"

@@ -56,14 +56,9 @@ from typing import Any, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio.files import read_audio, resample
+from nsbench.adapters import cache_root, plural, read_audio, resample
 from nsbench.builtin.metrics.levels import SILENCE_BELOW_DB, segment_length
-from nsbench.store.cache import cache_root
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.text import plural
-from nsbench.plugins.records import Clip, ClipSource
-from nsbench.plugins.errors import ClipError, UserError
-from nsbench.plugins.specs import DatasetSpec
+from nsbench import Clip, ClipError, ClipSource, DatasetSpec, UserError, hookimpl
 
 SPLITS = ("test", "train")
 DEFAULT_SPLIT = "test"

@@ -20,11 +20,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.audio.frames import FrameStream, process_in_frames
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.engine import MEASURED, Engine
-from nsbench.plugins.specs import EngineSpec
-from nsbench.plugins.errors import UserError
+from nsbench.adapters import FrameStream, process_in_frames
+from nsbench import MEASURED, Engine, EngineSpec, UserError, hookimpl
 
 SAMPLE_RATE = 16000
 KEY_VARIABLE = "PICOVOICE_ACCESS_KEY"

@@ -12,9 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.engine import Engine
-from nsbench.plugins.specs import EngineSpec
+from nsbench import Engine, EngineSpec, hookimpl
 
 SAMPLE_RATE = 16000  # the algorithm runs at any rate; 16 kHz as the demo set
 

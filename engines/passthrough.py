@@ -6,9 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.engine import Engine
-from nsbench.plugins.specs import EngineSpec
+from nsbench import Engine, EngineSpec, hookimpl
 
 
 class PassthroughStream:

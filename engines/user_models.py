@@ -26,13 +26,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio.files import read_failure
-from nsbench.store.cache import files_digest
-from nsbench.external import PrivateFolder, run_program
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.engine import MEASURED, Engine
-from nsbench.plugins.errors import ClipError, UserError
-from nsbench.plugins.specs import EngineSpec
+from nsbench.adapters import PrivateFolder, files_digest, read_failure, run_program
+from nsbench import MEASURED, ClipError, Engine, EngineSpec, UserError, hookimpl
 
 DEFAULT_RATE = 16000
 # --command-format -> soundfile subtype of the input file we write.

@@ -43,10 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.records import SEPARATION, MetricInputs
-from nsbench.plugins.specs import MetricSpec, PooledValue, Pooling
-from nsbench.plugins.errors import MetricUndefined
+from nsbench import SEPARATION, MetricInputs, MetricSpec, MetricUndefined, PooledValue, Pooling, hookimpl
 
 EPS = 1e-8  # train/metrics.py: epsilon of the SNR ratio
 NORM_FLOOR = 1e-16  # train/metrics.py: the squared norm is floored here before dividing

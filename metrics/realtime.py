@@ -10,10 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.records import ENHANCEMENT, SEPARATION, MetricInputs
-from nsbench.plugins.specs import MetricSpec
-from nsbench.plugins.errors import MetricUndefined
+from nsbench import ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined, hookimpl
 
 
 def real_time_factor(seconds: float, duration: float) -> float:

@@ -28,15 +28,10 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.audio.blocks import arrays_equal
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.store.reference import Features, ReferenceAudio
+from nsbench.adapters import CLAMP_DB, Features, arrays_equal, reference_energy, si_sdr, snr  # noqa: F401
+from nsbench import MetricInputs, MetricSpec, MetricUndefined, ReferenceAudio, hookimpl
 # The maths live in the core, shared with the output checks; imported here
 # under their old names, which tests and plugins use.
-from nsbench.audio.sdr import CLAMP_DB, reference_energy, si_sdr, snr  # noqa: F401
-from nsbench.plugins.records import MetricInputs
-from nsbench.plugins.specs import MetricSpec
-from nsbench.plugins.errors import MetricUndefined
 
 INPUT_IS_CLEAN = "input equals the clean reference: no improvement to measure"
 

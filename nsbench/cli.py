@@ -36,7 +36,7 @@ from nsbench.run.runner import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, Ex
 from nsbench.report.summary import alignment_summary, baselines_of, summarise
 from nsbench.report.terminal import run_notes_lines, summary_text
 from nsbench.text import fit_rows
-from nsbench.plugins.metric_options import bind_options, metric_provenance
+from nsbench.plugins.metric_options import bind_options, metric_context, metric_provenance
 from nsbench.model_files import ModelFileMismatch
 from nsbench.plugins.records import ClipRecord, ClipSource
 from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec, reported_values
@@ -90,7 +90,7 @@ def build_parser(manager) -> argparse.ArgumentParser:
 
 
 def add_plugin_arguments(manager, parser: argparse.ArgumentParser) -> dict[str, frozenset[str]]:
-    """Each plugin's flags, by plugin name: an engine receives its own plugin's only."""
+    """Each plugin's flags, by plugin name: an engine, dataset or metric receives its own plugin's only."""
     added: dict[str, frozenset[str]] = {}
     for impl in manager.hook.add_arguments.get_hookimpls():
         before = {action.dest for action in parser._actions}
@@ -219,15 +219,18 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     engines = select_engines(list(config.engines), registry) if config.engines else []
     named_metrics = select_metrics(list(config.metrics), registry) if config.metrics else []
     chosen = conditions.resolve(list(config.conditions), registry.conditions)  # a missing codec stops the run here
-    sources = dataset.clips(dict(config.dataset_options))[: config.limit]
+    dataset_options = config.dataset_options(registry.datasets.get(dataset.name).plugin)  # its own flags only
+    sources = dataset.clips(dataset_options)[: config.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
     engines = [declared_by_flags(spec, config, registry) for spec in engines or select_engines([], registry, sources)]
-    metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources), dict(config.dataset_options), registry)
+    metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources),
+                                           lambda metric: config.plugin_flags(registry.metrics.get(metric.name).plugin),
+                                           metric_context(registry, config.use_cache, config.rerun))
     dataset = dataclasses.replace(dataset, headline_metric=no_reference.headline(
         dataset.headline_metric, [value.name for value in reported_values(metrics)], sources))
     shared = {
-        "dataset_description": dataset.describe(dict(config.dataset_options)),
+        "dataset_description": dataset.describe(dataset_options),
         "reference_use": no_reference.reference_use(sources, metrics, reported_values(metrics)),
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
         "provenance": {**provenance.collect(list(config.argv)), "jobs": config.jobs, **metric_provenance(metric_options)},

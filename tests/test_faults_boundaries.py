@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsbench import generated_set, remix
+from nsbench.builtin.datasets import dns2020_remix as remix, generated_set
 from nsbench.builtin.datasets import demo
 from nsbench.external import PrivateFolder
 from nsbench.plugins.errors import ClipError, UserError

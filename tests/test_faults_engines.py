@@ -107,7 +107,7 @@ case "$n" in
   3) cat "$1" "$1" > "$2"; exit 0 ;;
   4) printf 'garbage!' > "$2"; exit 0 ;;
 esac
-exec {PYTHON} -m nsbench.tools.rnnoise_demo "$@"
+exec {PYTHON} -m nsbench.builtin.engines.rnnoise_demo "$@"
 """
     program = shell_program(tmp_path, "rnnoise_demo", body)
     clips = stationary_sources(demo_tts_sources)[:4]

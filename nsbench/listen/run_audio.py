@@ -95,7 +95,7 @@ def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
     from nsbench.run import conditions
 
     dataset = registry.datasets.require_available(config.dataset).spec
-    sources = dataset.clips(dict(config.dataset_options))[: config.limit]
+    sources = dataset.clips(config.dataset_options(registry.datasets.get(config.dataset).plugin))[: config.limit]
     chosen = conditions.resolve(list(config.conditions), registry.conditions)
     if chosen:
         sources = conditions.conditioned_sources(sources, chosen, (str(cache.cache_root()), True))

@@ -19,9 +19,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import soundfile
 
-from nsbench.audio.files import load_pair
-from nsbench.plugins.records import ClipSource
-from nsbench.plugins.errors import UserError
+from nsbench.adapters import load_pair
+from nsbench import ClipSource, UserError
 
 # libsndfile's SFC_SET_ADD_PEAK_CHUNK (sndfile.h). A float WAV otherwise carries a
 # PEAK chunk stamped with the time of writing: the same seed would not give the

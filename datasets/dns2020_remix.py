@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from nsbench.plugins.errors import ClipError
+from nsbench import ClipError
 
 # Bump when the remix or its file format changes: it is part of the cache key.
 REMIXER_VERSION = 1
@@ -101,7 +101,7 @@ def remix_key(clean_bytes: bytes, noisy_bytes: bytes, snr_db: float) -> str:
 
 
 def default_cache_folder() -> Path:
-    from nsbench.store.cache import cache_root
+    from nsbench.adapters import cache_root
 
     return cache_root() / "remix"
 
