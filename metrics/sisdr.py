@@ -28,10 +28,10 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.adapters import CLAMP_DB, Features, arrays_equal, reference_energy, si_sdr, snr  # noqa: F401
 from nsbench import MetricInputs, MetricSpec, MetricUndefined, ReferenceAudio, hookimpl
-# The maths live in the core, shared with the output checks; imported here
-# under their old names, which tests and plugins use.
+# The maths live in the core (nsbench.adapters), shared with the output
+# checks; imported here under their old names, which tests and plugins use.
+from nsbench.adapters import CLAMP_DB, Features, arrays_equal, reference_energy, si_sdr, snr  # noqa: F401
 
 INPUT_IS_CLEAN = "input equals the clean reference: no improvement to measure"
 
