@@ -32,8 +32,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nsbench import ClipError, ClipSource, DatasetSpec, UserError, adapters, hookimpl
-from nsbench.builtin.datasets import demo_tts, generated_set
 from nsbench.adapters import cache_root, read_audio
+from nsbench.builtin.datasets import demo_tts, generated_set
 from nsbench.builtin.datasets.generated_set import MadeClip
 
 # Where the recordings are; tests point it at a damaged copy.

@@ -19,8 +19,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench import ClipSource, DatasetSpec, adapters
-from nsbench.builtin.datasets import generated_set
 from nsbench.adapters import cache_root
+from nsbench.builtin.datasets import generated_set
 from nsbench.builtin.datasets.generated_set import MadeClip
 
 # Bump when generation changes, so cached sets from older code are not reused.
