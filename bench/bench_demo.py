@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nsbench.cli import main  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
-from nsbench.plugins.types import ENHANCEMENT, MetricInputs, MetricUndefined  # noqa: E402
+from nsbench.plugins.records import ENHANCEMENT, MetricInputs  # noqa: E402
+from nsbench.plugins.errors import MetricUndefined
 
 COST_CLIP_STRIDE = 7
 JOBS = (1, 2)  # the default run uses every core; 2 on the machines this was written for

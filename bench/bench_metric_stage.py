@@ -30,10 +30,9 @@ sys.path.insert(0, str(REPO))
 from nsbench.store import reference  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
-from nsbench.run.clips import one_blas_thread, process  # noqa: E402
-from nsbench.run.engine_run import EngineHolder  # noqa: E402
-from nsbench.run.scoring import reference_features  # noqa: E402
-from nsbench.plugins.types import ENHANCEMENT, MetricInputs, MetricUndefined  # noqa: E402
+from nsbench.run.runner import EngineHolder, one_blas_thread, process, reference_features  # noqa: E402
+from nsbench.plugins.records import ENHANCEMENT, MetricInputs  # noqa: E402
+from nsbench.plugins.errors import MetricUndefined
 
 ENGINES = ("passthrough", "speex", "webrtc", "oracle-irm")
 METRIC_FILES = ("sisdr.py", "intelligibility.py", "levels.py", "realtime.py", "demixing.py")

@@ -34,10 +34,9 @@ sys.path.insert(0, str(REPO))
 
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
-from nsbench.run.clips import one_blas_thread, process  # noqa: E402
-from nsbench.run.engine_run import EngineHolder  # noqa: E402
-from nsbench.run.scoring import reference_features  # noqa: E402
-from nsbench.plugins.types import MetricInputs, MetricUndefined  # noqa: E402
+from nsbench.run.runner import EngineHolder, one_blas_thread, process, reference_features  # noqa: E402
+from nsbench.plugins.records import MetricInputs  # noqa: E402
+from nsbench.plugins.errors import MetricUndefined
 
 ENGINES = ("passthrough", "speex", "nsnet2", "gtcrn", "rnnoise")
 FAMILIES = {
@@ -91,9 +90,9 @@ def score(specs, clip, output, memo, names) -> tuple[dict[str, float], float]:
 
 def bound_specs(registry, names):
     """Specs with their per-run options bound, as a run binds them (the model hashes checked)."""
-    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.metric_options import bind_options, metric_context
 
-    specs, _ = bind_options([registry.metrics.require_available(name).spec for name in names], {}, registry)
+    specs, _ = bind_options([registry.metrics.require_available(name).spec for name in names], lambda metric: {}, metric_context(registry))
     return {spec.name: spec for spec in specs}
 
 

@@ -7,7 +7,7 @@ cost, in one run.
 On the same demo clips, alternating clip by clip:
 
 * library: pyrnnoise's ``librnnoise.so`` called in this process on the clip's
-  48 kHz int16 frames (``nsbench.tools.rnnoise_demo.denoise``): no harness;
+  48 kHz int16 frames (``nsbench.builtin.engines.rnnoise_demo.denoise``): no harness;
 * served: the default engine through the runner's ``process`` (its timing
   boundary: resampling in and out, the program's CPU included);
 * per clip: the same program started once per clip (``--rnnoise-demo-path``'s
@@ -33,9 +33,8 @@ from nsbench.audio.files import resample  # noqa: E402
 from nsbench.audio.frames import to_int16  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
-from nsbench.run.clips import process  # noqa: E402
-from nsbench.run.engine_run import EngineHolder  # noqa: E402
-from nsbench.tools import rnnoise_demo  # noqa: E402
+from nsbench.run.runner import EngineHolder, process  # noqa: E402
+from nsbench.builtin.engines import rnnoise_demo  # noqa: E402
 
 DATASET = "demo"  # the default set, real voices since issue 11
 
@@ -75,7 +74,7 @@ def per_clip_engine(options):
     """The default program, run once per clip."""
     from nsbench.builtin.engines import rnnoise
 
-    argv = [sys.executable, "-m", "nsbench.tools.rnnoise_demo"]
+    argv = [sys.executable, "-m", "nsbench.builtin.engines.rnnoise_demo"]
     return rnnoise.RNNoiseDemo(argv, "per clip", rnnoise.DEFAULT_TIMEOUT, cwd=REPO)
 
 

@@ -47,7 +47,8 @@ from nsbench.cli import main  # noqa: E402
 from nsbench.flags import build_parser  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
-from nsbench.plugins.types import MetricInputs, MetricUndefined  # noqa: E402
+from nsbench.plugins.records import MetricInputs  # noqa: E402
+from nsbench.plugins.errors import MetricUndefined
 
 OVERHEAD_METRICS = ("si_sdr", "si_sdr_zm", "snr", "stoi", "estoi", "voice_level_db")
 CHEAP_METRICS = ("si_sdr", "voice_level_db")

@@ -30,12 +30,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from nsbench import recognition  # noqa: E402
-from nsbench.plugins.metric_options import bind_options  # noqa: E402
+from nsbench.plugins.metric_options import bind_options, metric_context  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
 from nsbench.run.engine_run import EngineRun  # noqa: E402
 from nsbench.run.runner import run_engine  # noqa: E402
-from nsbench.plugins.types import MetricInputs  # noqa: E402
+from nsbench.plugins.records import MetricInputs  # noqa: E402
 
 COST_ENGINES = ("passthrough", "noisereduce", "webrtc", "speex")
 DEMO = "demo"  # the dataset the default run uses
@@ -50,8 +50,7 @@ def children_cpu() -> float:
 
 def cost_per_clip(count: int) -> None:
     registry = build_registry(get_plugin_manager())
-    options = {"no_cache": True}
-    [metric], _ = bind_options([registry.metrics.get("wer").spec], options, registry)
+    [metric], _ = bind_options([registry.metrics.get("wer").spec], lambda spec: {}, metric_context(registry, use_cache=False))
     sources = [s for s in registry.datasets.get(DEMO).spec.clips({}) if s.labels.get("snr_db") not in ("no voice",)][:count]
     outputs = {}
     for name in COST_ENGINES:

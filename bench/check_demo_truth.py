@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from nsbench.builtin.datasets import demo  # noqa: E402
 from nsbench.cli import main as nsbench_main  # noqa: E402
-from nsbench.generated_set import within_peak_limit  # noqa: E402
+from nsbench.builtin.datasets.generated_set import within_peak_limit  # noqa: E402
 from nsbench.synth import noises  # noqa: E402
 
 ENGINES = ("rnnoise", "deepfilternet", "nsnet2", "speex", "webrtc", "noisereduce")

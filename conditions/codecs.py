@@ -26,10 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nsbench.audio.alignment import correlation_window, estimate_lag
-from nsbench.audio.files import fit_length, resample
-from nsbench.run.conditions import ConditionSpec
-from nsbench.plugins.hookspecs import hookimpl
+from nsbench.adapters import correlation_window, estimate_lag, fit_length, resample
+from nsbench import ConditionSpec, hookimpl
 
 INSTALL = "pip install av==18.1.0 (its wheels bundle FFmpeg with libopus, LAME, OpenCORE AMR)"
 # Zeros appended before encoding, so the delayed output still holds the

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from nsbench.run.conditions import NONE, ConditionSpec
-from nsbench.plugins.hookspecs import hookimpl
+from nsbench.adapters import NO_CONDITION as NONE
+from nsbench import ConditionSpec, hookimpl
 
 # ----------------------------------------------------------------- loudness
 

@@ -38,10 +38,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsbench.audio.files import load_pair
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.text import plural
-from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
+from nsbench.adapters import load_pair, plural
+from nsbench import ClipSource, DatasetSpec, UserError, hookimpl
 
 ROOT_NAME = "biodenoising_validation"
 RATES = (16000, 48000)

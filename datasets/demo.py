@@ -31,13 +31,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench import generated_set
-from nsbench.audio.files import read_audio
-from nsbench.store.cache import cache_root
-from nsbench.generated_set import MadeClip
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.synth import noises
-from nsbench.plugins.types import ClipError, ClipSource, DatasetSpec, UserError
+from nsbench import ClipError, ClipSource, DatasetSpec, UserError, adapters, hookimpl
+from nsbench.adapters import cache_root, read_audio
+from nsbench.builtin.datasets import demo_tts, generated_set
+from nsbench.builtin.datasets.generated_set import MadeClip
 
 # Where the recordings are; tests point it at a damaged copy.
 BUNDLE_FOLDER = Path(__file__).resolve().parent / "demo_audio"
@@ -55,7 +52,7 @@ MUSIC_ONLY_CLIPS = 6
 CLEAN_VOICE_CLIPS = 6
 DEFAULT_SEED = 2020
 SEXES = ("female", "male")
-# Recording label -> file in the bundle, or "synthetic:<generator in nsbench.synth.noises>".
+# Recording label -> file in the bundle, or "synthetic:<generator in nsbench.adapters.NOISE_KINDS>".
 RECORDINGS = {
     "stationary": {
         "engine_boat_hum": "noise/engine_boat_hum.flac",
@@ -299,7 +296,7 @@ def interference(rng: np.random.Generator, labels: Mapping[str, str], recordings
         return babble(rng, [str(folder / f) for f in files], length), files
     source = RECORDINGS[labels["noise"]][labels["recording"]]
     if source.startswith(SYNTHETIC):
-        return noises.NOISE_KINDS[source[len(SYNTHETIC):]](rng, length, SAMPLE_RATE), [source]
+        return adapters.NOISE_KINDS[source[len(SYNTHETIC):]](rng, length, SAMPLE_RATE), [source]
     audio = bundled_audio(str(folder / source))
     excerpt = music_excerpt if labels["noise"] == "music" else noise_excerpt
     return excerpt(rng, audio, length), [source]
@@ -320,7 +317,7 @@ def make_clip(entry: Mapping[str, Any], recordings: Mapping[str, Recording], fol
         raw, material = interference(rng, labels, recordings, target, length, folder)
         sources += material
         if target:
-            noise = noises.mix_at_snr(clean, raw, float(labels["snr_db"]))[1]
+            noise = adapters.mix_at_snr(clean, raw, float(labels["snr_db"]))[1]
         else:
             noise = set_rms(raw, MUSIC_ONLY_RMS_DBFS)
     noisy, clean, noise = generated_set.within_peak_limit(clean, noise)
@@ -381,3 +378,4 @@ def register_datasets(register):
             describe=describe,
         )
     )
+    register(demo_tts.spec())  # the other generated set, which reads --demo-seed too

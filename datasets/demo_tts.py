@@ -18,11 +18,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench import generated_set
-from nsbench.store.cache import cache_root
-from nsbench.generated_set import MadeClip
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import ClipSource, DatasetSpec
+from nsbench import ClipSource, DatasetSpec, adapters
+from nsbench.adapters import cache_root
+from nsbench.builtin.datasets import generated_set
+from nsbench.builtin.datasets.generated_set import MadeClip
 
 # Bump when generation changes, so cached sets from older code are not reused.
 GENERATOR_VERSION = 1
@@ -74,13 +73,12 @@ def set_rms(audio: np.ndarray, dbfs: float) -> np.ndarray:
 
 def utterance(rng: np.random.Generator, voice: str, length: int) -> np.ndarray:
     """Sentences by one voice with pauses, starting after a short silence."""
-    from nsbench.synth import speech
 
     audio = np.zeros(length, dtype=np.float32)
     position = int(rng.uniform(*LEAD_IN_SECONDS) * SAMPLE_RATE)
     while position < length:
-        sentence = speech.SENTENCES[int(rng.integers(len(speech.SENTENCES)))]
-        words = speech.speak(sentence, speech.VOICES[voice][0], sample_rate=SAMPLE_RATE)
+        sentence = adapters.SENTENCES[int(rng.integers(len(adapters.SENTENCES)))]
+        words = adapters.speak(sentence, adapters.VOICES[voice][0], sample_rate=SAMPLE_RATE)
         piece = words[: length - position]
         audio[position : position + len(piece)] = piece
         position += len(words) + int(rng.uniform(*PAUSE_SECONDS) * SAMPLE_RATE)
@@ -89,25 +87,24 @@ def utterance(rng: np.random.Generator, voice: str, length: int) -> np.ndarray:
 
 def make_clip(entry: Mapping[str, Any]) -> MadeClip:
     """One planned clip."""
-    from nsbench.synth import noises, speech
 
     rng = np.random.default_rng(entry["seed"])
     length = int(CLIP_SECONDS * SAMPLE_RATE)
     labels = dict(entry["labels"])
-    voice = sorted(speech.VOICES)[int(rng.integers(len(speech.VOICES)))]
+    voice = sorted(adapters.VOICES)[int(rng.integers(len(adapters.VOICES)))]
     if labels["noise"] == "none":
         clean = set_rms(utterance(rng, voice, length), SPEECH_RMS_DBFS)
         noise = np.zeros(length, dtype=np.float32)
     elif labels["snr_db"] == MUSIC_ONLY_LABELS["snr_db"]:
         clean = np.zeros(length, dtype=np.float32)
-        noise = set_rms(noises.NOISE_KINDS["music"](rng, length, SAMPLE_RATE), MUSIC_ONLY_RMS_DBFS)
+        noise = set_rms(adapters.NOISE_KINDS["music"](rng, length, SAMPLE_RATE), MUSIC_ONLY_RMS_DBFS)
         voice = "none"
     else:
         clean = set_rms(utterance(rng, voice, length), SPEECH_RMS_DBFS)
-        raw_noise = noises.NOISE_KINDS[labels["noise"]](rng, length, SAMPLE_RATE)
-        noise = noises.mix_at_snr(clean, raw_noise, float(labels["snr_db"]))[1]
+        raw_noise = adapters.NOISE_KINDS[labels["noise"]](rng, length, SAMPLE_RATE)
+        noise = adapters.mix_at_snr(clean, raw_noise, float(labels["snr_db"]))[1]
     labels["voice"] = voice
-    labels["sex"] = speech.VOICES[voice][1] if voice in speech.VOICES else "none"
+    labels["sex"] = adapters.VOICES[voice][1] if voice in adapters.VOICES else "none"
     noisy, clean, noise = generated_set.within_peak_limit(clean, noise)
     return MadeClip(noisy, clean, noise, labels, [f"espeak-ng:{voice}"] if voice != "none" else [])
 
@@ -117,7 +114,7 @@ def generate(folder: Path, seed: int) -> None:
 
 
 def demo_folder(seed: int) -> Path:
-    from nsbench.report.provenance import package_versions
+    from nsbench.adapters import package_versions
 
     # The synthesiser's version decides the speech samples, so it is part of the key.
     espeak = package_versions(["espeakng-loader"])["espeakng-loader"]
@@ -138,16 +135,16 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     return {"seed": seed, "generator_version": GENERATOR_VERSION, "folder": str(folder), "content_sha256": generated_set.content_hash(folder)}
 
 
-@hookimpl
-def register_datasets(register):
-    register(
-        DatasetSpec(
-            name="demo-tts",
-            clips=clips,
-            description="synthetic demo: espeak-ng voices + 6 noise kinds at -5..10 dB, music-only and clean clips; generated locally",
-            cell_keys=("noise", "snr_db"),
-            describe=describe,
-            requires=("espeakng_loader",),
-            install="pip install espeakng-loader",
-        )
+def spec() -> DatasetSpec:
+    """demo-tts's spec, registered by the demo plugin (datasets/demo.py), which
+    owns the --demo-seed flag both sets read: a dataset receives its own
+    plugin's flags only (PLUGIN_API 4)."""
+    return DatasetSpec(
+        name="demo-tts",
+        clips=clips,
+        description="synthetic demo: espeak-ng voices + 6 noise kinds at -5..10 dB, music-only and clean clips; generated locally",
+        cell_keys=("noise", "snr_db"),
+        describe=describe,
+        requires=("espeakng_loader",),
+        install="pip install espeakng-loader",
     )

@@ -7,7 +7,7 @@ the file id. This is Picovoice's benchmark set; its clip names (``<fileid>_<nois
 are Picovoice's too.
 
 ``--remix-snr-db S [S ...]`` remixes every pair at each S with Picovoice's
-remixer (:mod:`nsbench.remix`), so one run gives one table with a row per SNR.
+remixer (datasets/dns2020_remix.py), so one run gives one table with a row per SNR.
 
 Official script: Picovoice/noise-suppression-benchmark (line numbers at commit
 c4d5d9f). Per file, ``pystoi.stoi(clean, denoised, fs, extended=False)`` on
@@ -33,9 +33,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.audio.files import load_pair
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Clip, ClipSource, DatasetSpec, UserError
+from nsbench.adapters import load_pair
+from nsbench import Clip, ClipSource, DatasetSpec, UserError, hookimpl
 
 # Pairing: the file id ends every name in both folders.
 FILE_ID = re.compile(r"fileid_(\d+)\.wav$")
@@ -153,7 +152,7 @@ def snr_text(snr_db: float) -> str:
 
 def load_remixed(clip_id: str, noisy_path: str, clean_path: str, labels: Mapping[str, str], snr_db: float) -> Clip:
     """Remix (or find the cached remix) and load it against the clean file."""
-    from nsbench import remix  # the module, so a test can count remix.remix calls
+    from nsbench.builtin.datasets import dns2020_remix as remix  # the module, so a test can count remix.remix calls
 
     remixed = remix.cached_remix(clean_path, noisy_path, snr_db)
     clip = load_pair(clip_id, str(remixed), clean_path, labels)
@@ -189,7 +188,7 @@ def clips(options: Mapping[str, Any]) -> list[ClipSource]:
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     """The folder, the pair count and a hash of file names and sizes (cheap,
     catches most changes), and the remix settings."""
-    from nsbench.remix import POWER_FRAME, REMIXER_VERSION
+    from nsbench.builtin.datasets.dns2020_remix import POWER_FRAME, REMIXER_VERSION
 
     root = Path(options["data_folder"])
     found = pairs(root)

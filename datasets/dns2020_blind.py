@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from nsbench.builtin.datasets.dns2020_real import labelled, listing_description, sources_of
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import ClipSource, DatasetSpec
+from nsbench import ClipSource, DatasetSpec, hookimpl
 
 BLIND_NAME = re.compile(r"(noreverb|reverb|realrec)_fileid_(\d+)\.wav")
 LAYOUT = "DNS-Challenge datasets/blind_test_set (branch interspeech2020/master)"

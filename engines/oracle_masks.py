@@ -16,8 +16,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench import Engine, EngineSpec, hookimpl
 
 SAMPLE_RATE = 16000
 FFT_LENGTH = 512  # 32 ms at 16 kHz

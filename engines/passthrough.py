@@ -6,8 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench import Engine, EngineSpec, hookimpl
 
 
 class PassthroughStream:

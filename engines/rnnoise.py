@@ -1,7 +1,7 @@
 """``rnnoise``: RNNoise through xiph's ``rnnoise_demo`` protocol (raw 16-bit
 48 kHz in, the same out), the program Picovoice's benchmark runs once per clip.
 
-By default the program is our own ``python -m nsbench.tools.rnnoise_demo`` on
+By default the program is our own ``python -m nsbench.builtin.engines.rnnoise_demo`` on
 the library bundled in PyPI ``pyrnnoise`` (current model), so the engine works
 right after ``pip install``; it is started once per engine (so once per
 worker) and serves every clip over stdin/stdout (``--serve``, a framed protocol
@@ -41,13 +41,19 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.audio.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
+from nsbench.adapters import (
+    DEFAULT_MAX_LAG_SECONDS,
+    STDERR_TAIL_CHARS,
+    PrivateFolder,
+    check_executable,
+    estimate_lag,
+    files_digest,
+    from_int16,
+    run_program,
+    to_int16,
+)
 from nsbench.builtin import REPO_ROOT
-from nsbench.store.cache import files_digest
-from nsbench.external import STDERR_TAIL_CHARS, PrivateFolder, check_executable, run_program
-from nsbench.audio.frames import from_int16, to_int16
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MEASURED, ClipError, Engine, EngineSpec, UserError
+from nsbench import MEASURED, ClipError, Engine, EngineSpec, UserError, hookimpl
 
 SAMPLE_RATE = 48000  # the demo's only rate
 FRAME = 480  # samples per rnnoise_process_frame call
@@ -180,7 +186,7 @@ class ProgramFailed(Exception):
 
 
 class ServedProgram:
-    """``ARGV --serve`` (nsbench.tools.rnnoise_demo.SERVE_PROTOCOL), started on
+    """``ARGV --serve`` (nsbench.builtin.engines.rnnoise_demo.SERVE_PROTOCOL), started on
     first use and again after it failed."""
 
     def __init__(self, argv: Sequence[str], label: str, cwd: Path, folder: Path):
@@ -218,7 +224,7 @@ class ServedProgram:
                 raise ProgramFailed(f"could not start: {error}") from error
 
     def request(self, kind: bytes, payload: bytes, deadline: float) -> bytes:
-        from nsbench.tools.rnnoise_demo import HEADER
+        from nsbench.builtin.engines.rnnoise_demo import HEADER
 
         try:
             self.process.stdin.write(HEADER.pack(kind, len(payload)) + payload)
@@ -333,8 +339,8 @@ def program_identity(argv: Sequence[str]) -> tuple:
 def probe() -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """(clean, noisy, windows): our own speech in white noise at 48 kHz, and
     around each utterance a window for estimating the lag on its own."""
-    from nsbench.synth.noises import mix_at_snr, white
-    from nsbench.synth.speech import SENTENCES, speak
+    from nsbench.adapters import mix_at_snr, white
+    from nsbench.adapters import SENTENCES, speak
 
     gap = np.zeros(int(PROBE_GAP_SECONDS * SAMPLE_RATE), np.float32)
     parts, spans, position = [gap], [], len(gap)
@@ -362,14 +368,14 @@ def build(options: Mapping[str, Any]) -> RNNoiseDemo:
         return RNNoiseDemo([program], program, timeout)
     # `python -m` finds nsbench from the folder above the package (the repo
     # root, or site-packages once installed).
-    label = f"nsbench.tools.rnnoise_demo (pyrnnoise {version()})"
-    return RNNoiseDemo([sys.executable, "-m", "nsbench.tools.rnnoise_demo"], label, timeout, cwd=REPO_ROOT, served=True)
+    label = f"nsbench.builtin.engines.rnnoise_demo (pyrnnoise {version()})"
+    return RNNoiseDemo([sys.executable, "-m", "nsbench.builtin.engines.rnnoise_demo"], label, timeout, cwd=REPO_ROOT, served=True)
 
 
 def fingerprint(options: Mapping[str, Any]) -> str:
     """The program that runs: the user's binary, or our tool script."""
     path = options.get("rnnoise_demo_path")
-    return files_digest([shutil.which(str(path)) or str(path)] if path else [REPO_ROOT / "nsbench" / "tools" / "rnnoise_demo.py"])
+    return files_digest([shutil.which(str(path)) or str(path)] if path else [Path(__file__).with_name("rnnoise_demo.py")])
 
 
 def version() -> str:

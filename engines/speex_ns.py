@@ -12,9 +12,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.audio.frames import BYTES_PER_SAMPLE, FrameStream, bytes_frames, process_bytes_in_frames
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Engine, EngineSpec
+from nsbench.adapters import BYTES_PER_SAMPLE, FrameStream, bytes_frames, process_bytes_in_frames
+from nsbench import Engine, EngineSpec, hookimpl
 
 SAMPLE_RATE = 16000
 FRAME_LENGTH = 160

@@ -26,11 +26,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.audio.files import read_failure
-from nsbench.store.cache import files_digest
-from nsbench.external import PrivateFolder, run_program
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MEASURED, ClipError, Engine, EngineSpec, UserError
+from nsbench.adapters import PrivateFolder, files_digest, read_failure, run_program
+from nsbench import MEASURED, ClipError, Engine, EngineSpec, UserError, hookimpl
 
 DEFAULT_RATE = 16000
 # --command-format -> soundfile subtype of the input file we write.
@@ -106,7 +103,7 @@ class CommandEngine(Engine):
         self.argv = shlex.split(template)
         if not any("{input}" in arg for arg in self.argv) or not any("{output}" in arg for arg in self.argv):
             raise UserError(f"--engine command:{template}: the command needs {{input}} and {{output}}")
-        self.sample_rate, self.delay = sample_rate, 0
+        self.sample_rate = sample_rate  # the delay is the spec's (--command-delay, declared_by)
         self.subtype, self.timeout = COMMAND_FORMATS[file_format], timeout
         self.folder = PrivateFolder("nsbench-command-")
 

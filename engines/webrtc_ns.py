@@ -23,9 +23,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.audio.frames import FrameStream, bytes_frames, process_bytes_in_frames
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MEASURED, Engine, EngineSpec
+from nsbench.adapters import FrameStream, bytes_frames, process_bytes_in_frames
+from nsbench import MEASURED, Engine, EngineSpec, hookimpl
 
 SAMPLE_RATE = 16000
 FRAME_LENGTH = 160  # 10 ms: the only frame size Process10ms accepts

@@ -33,9 +33,8 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from nsbench.audio.blocks import float64_blocks, spans
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import ENHANCEMENT, MetricInputs, MetricSpec, MetricUndefined
+from nsbench.adapters import float64_blocks, spans
+from nsbench import ENHANCEMENT, MetricInputs, MetricSpec, MetricUndefined, hookimpl
 
 # The challenge's own guard against division by zero (MDX 2021 starter kit's
 # ``new_sdr``), added to both sums; negligible on any audible stem.

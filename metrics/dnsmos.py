@@ -56,10 +56,8 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from nsbench.audio.files import resample
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.model_files import package_file, verified
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.adapters import package_file, resample, verified
+from nsbench import MetricInputs, MetricSpec, MetricUndefined, hookimpl
 
 SPEECHMOS_VERSION = "0.0.1.1"  # the version the tests compare against
 INSTALL = f"pip install speechmos=={SPEECHMOS_VERSION} onnxruntime==1.32.0"  # no librosa needed

@@ -43,8 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import SEPARATION, MetricInputs, MetricSpec, MetricUndefined, PooledValue, Pooling
+from nsbench import SEPARATION, MetricInputs, MetricSpec, MetricUndefined, PooledValue, Pooling, hookimpl
 
 EPS = 1e-8  # train/metrics.py: epsilon of the SNR ratio
 NORM_FLOOR = 1e-16  # train/metrics.py: the squared norm is floored here before dividing

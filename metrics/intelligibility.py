@@ -57,11 +57,10 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.audio.files import non_finite
+from nsbench.adapters import Features, non_finite
 from nsbench.builtin.metrics.octave_resample import resample_oct
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.store.reference import Features, ReferenceAudio
-from nsbench.plugins.types import Column, MetricInputs, MetricSpec, MetricUndefined
+from nsbench import MetricInputs, MetricSpec, MetricUndefined, ReferenceAudio, hookimpl
+from nsbench import Column
 
 PYSTOI_VERSION = "0.4.1"  # the version whose steps these are, and the tests compare against
 

@@ -18,10 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.audio.blocks import BLOCK_SAMPLES, spans
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.store.reference import Features, ReferenceAudio
-from nsbench.plugins.types import Column, MetricInputs, MetricSpec, MetricUndefined
+from nsbench.adapters import BLOCK_SAMPLES, Features, spans
+from nsbench import MetricInputs, MetricSpec, MetricUndefined, ReferenceAudio, hookimpl
+from nsbench import Column
 
 SEGMENT_SECONDS = 0.020
 # "More than 40 dB below the loudest segment" is voice-silent; exactly 40 dB is active.

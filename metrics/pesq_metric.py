@@ -37,9 +37,8 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.audio.files import resample
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.adapters import resample
+from nsbench import MetricInputs, MetricSpec, MetricUndefined, hookimpl
 
 PESQ_VERSION = "0.0.4"  # the version the tests compare against
 # No wheels on PyPI: pip compiles the ITU C code, so a C compiler is needed.

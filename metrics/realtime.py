@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Column, ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined
+from nsbench import ENHANCEMENT, SEPARATION, MetricInputs, MetricSpec, MetricUndefined, hookimpl
+from nsbench import Column
 
 
 def real_time_factor(seconds: float, duration: float) -> float:

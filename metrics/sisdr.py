@@ -26,15 +26,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
-
-from nsbench.audio.blocks import arrays_equal
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.store.reference import Features, ReferenceAudio
-# The maths live in the core, shared with the output checks; imported here
-# under their old names, which tests and plugins use.
-from nsbench.audio.sdr import CLAMP_DB, reference_energy, si_sdr, snr  # noqa: F401
-from nsbench.plugins.types import Column, MetricInputs, MetricSpec, MetricUndefined
+from nsbench import MetricInputs, MetricSpec, MetricUndefined, ReferenceAudio, hookimpl
+# The maths live in the core (nsbench.adapters), shared with the output
+# checks; imported here under their old names, which tests and plugins use.
+from nsbench.adapters import CLAMP_DB, Features, arrays_equal, reference_energy, si_sdr, snr  # noqa: F401
+from nsbench import Column
 
 INPUT_IS_CLEAN = "input equals the clean reference: no improvement to measure"
 

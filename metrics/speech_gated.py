@@ -57,11 +57,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.audio.files import resample
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.model_files import package_file, verified
-from nsbench.store.reference import Features, ReferenceAudio
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.adapters import Features, package_file, resample, verified
+from nsbench import MetricInputs, MetricSpec, MetricUndefined, ReferenceAudio, hookimpl
 
 SILERO_VERSION = "6.2.3"
 INSTALL = f"pip install onnxruntime==1.32.0 && pip install --no-deps silero-vad=={SILERO_VERSION}"

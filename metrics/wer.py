@@ -1,7 +1,7 @@
 """``wer``: does the engine help speech recognition, or do its artefacts hurt it?
 
 Word error rate (substitutions + deletions + insertions over reference words,
-computed by jiwer after ``nsbench.recognition.normalise_transcript``) of a
+computed by jiwer after ``nsbench.adapters.normalise_transcript``) of a
 recogniser's transcript of the engine's output (``wer``) and of the noisy input
 (``wer_input``), and their difference (``wer_delta``; negative: the engine
 helped). The recogniser is PocketSphinx 5 with the US-English acoustic model,
@@ -22,10 +22,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench import recognition
-from nsbench.store.cache import cache_root, file_digest, json_text
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import Column, MetricInputs, MetricSpec, RecogniserSpec, UserError
+from nsbench import MetricContext, MetricInputs, MetricSpec, RecogniserSpec, UserError, adapters, hookimpl
+from nsbench.adapters import cache_root, file_digest, json_text
+from nsbench import Column
 
 DEFAULT_RECOGNISER = "pocketsphinx"
 POCKETSPHINX_VERSION = "5.1.1"
@@ -88,11 +87,12 @@ def pocketsphinx_version() -> str:
 # --------------------------------------------------------------------------- the metric
 
 
-def wer_options(flags: Mapping[str, Any], registry: Any) -> dict[str, Any]:
-    """The recogniser named by --recogniser, built once here (worker processes
-    inherit it), with its name, version and model hashes for the provenance
-    and the cache keys."""
-    record = registry.recognisers.require_available(flags.get("recogniser") or DEFAULT_RECOGNISER)
+def wer_options(flags: Mapping[str, Any], context: MetricContext) -> dict[str, Any]:
+    """The recogniser named by --recogniser (this plugin's flag), built once
+    here (worker processes inherit it), with its name, version and model
+    hashes for the provenance and the cache keys; the transcripts' cache
+    follows --no-cache and --rerun (the context's)."""
+    record = context.recogniser(flags.get("recogniser") or DEFAULT_RECOGNISER)
     spec = record.spec
     provenance = {
         "recogniser": spec.name,
@@ -103,29 +103,29 @@ def wer_options(flags: Mapping[str, Any], registry: Any) -> dict[str, Any]:
         "jiwer": metadata.version("jiwer"),
     }
     try:
-        recognition.built(spec)
+        adapters.built_recogniser(spec)
     except Exception as error:
         raise UserError(f"recogniser '{spec.name}' could not start: {type(error).__name__}: {error}") from error
-    fresh_after = time.time() if flags.get("rerun") else 0.0
+    fresh_after = time.time() if context.rerun else 0.0
     return {
         "recogniser": spec,
         "fingerprint": json_text({key: value for key, value in provenance.items() if key != "origin"}),
         "provenance": provenance,
         # --no-cache: shared within a process only (one engine's clips).
-        "transcripts": None if flags.get("no_cache") else str(cache_root() / recognition.TRANSCRIPTS_FOLDER),
+        "transcripts": None if not context.use_cache else str(cache_root() / adapters.TRANSCRIPTS_FOLDER),
         "fresh_after": fresh_after,
     }
 
 
 def wer(inputs: MetricInputs) -> dict[str, float | str]:
-    store = recognition.store_from_options(inputs.options)
+    store = adapters.store_from_options(inputs.options)
     rate = inputs.sample_rate
     if inputs.transcript is not None:
         reference, source = inputs.transcript, FROM_DATASET
     else:
         reference, source = store.transcript(inputs.clean, rate), ASR_OF_CLEAN
-    output = recognition.word_error_rate(reference, store.transcript(inputs.output, rate))
-    noisy = recognition.word_error_rate(reference, store.transcript(inputs.noisy, rate))
+    output = adapters.word_error_rate(reference, store.transcript(inputs.output, rate))
+    noisy = adapters.word_error_rate(reference, store.transcript(inputs.noisy, rate))
     return {"wer": output, "wer_input": noisy, "wer_delta": output - noisy, "wer_reference": source}
 
 

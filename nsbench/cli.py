@@ -21,7 +21,7 @@ from nsbench.flags import parse_flags
 from nsbench.listing import list_text, list_width
 from nsbench.plugins.registry import build_registry
 from nsbench.report import layout
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 EXIT_USER_ERROR = 2
 

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from nsbench.plugins.types import ClipError, UserError
+from nsbench.plugins.errors import ClipError, UserError
 
 STDERR_TAIL_CHARS = 400
 

@@ -74,7 +74,7 @@ def build_parser(manager) -> argparse.ArgumentParser:
 
 
 def add_plugin_arguments(manager, parser: argparse.ArgumentParser) -> dict[str, frozenset[str]]:
-    """Each plugin's flags, by plugin name: an engine receives its own plugin's only."""
+    """Each plugin's flags, by plugin name: an engine, dataset or metric receives its own plugin's only."""
     added: dict[str, frozenset[str]] = {}
     for impl in manager.hook.add_arguments.get_hookimpls():
         before = {action.dest for action in parser._actions}

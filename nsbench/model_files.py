@@ -17,7 +17,7 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 
 class ModelFileMismatch(UserError):

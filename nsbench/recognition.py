@@ -23,7 +23,9 @@ import numpy as np
 from nsbench.audio.files import resample
 from nsbench.store import atomic
 from nsbench.store.digests import digest
-from nsbench.plugins.types import Clip, ClipError, MetricUndefined, Recogniser, RecogniserSpec
+from nsbench.plugins.errors import ClipError, MetricUndefined
+from nsbench.plugins.records import Clip
+from nsbench.plugins.specs import Recogniser, RecogniserSpec
 
 TRANSCRIPTS_FOLDER = "transcripts"  # under the cache root
 

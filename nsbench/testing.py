@@ -25,16 +25,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from nsbench.text import plural
-from nsbench.plugins.types import (
-    MEASURED,
-    Clip,
-    ClipSource,
-    DatasetSpec,
-    EngineSpec,
-    MetricInputs,
-    MetricSpec,
-    MetricUndefined,
-)
+from nsbench.plugins.engine import MEASURED
+from nsbench.plugins.records import Clip, ClipSource, MetricInputs
+from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec
+from nsbench.plugins.errors import MetricUndefined
 
 CLIP_SECONDS = 1.0
 CLIP_COUNT = 2
@@ -238,7 +232,9 @@ def _check_in_run_loop(spec: EngineSpec, options: Mapping[str, Any], findings: F
 def check_dataset(spec_or_name: DatasetSpec | str, options: Mapping[str, Any] | None = None, limit: int = 5) -> Findings:
     """Loads the first ``limit`` clips: float32 mono arrays of one length, finite,
     a positive rate, the cell keys among the labels, unique ids, sources that
-    pickle (worker processes receive them)."""
+    pickle (worker processes receive them). ``options`` are what a run gives
+    ``clips``: the flags the dataset's plugin added and ``data_folder``,
+    nothing else (PLUGIN_API 4)."""
     spec = spec_or_name if isinstance(spec_or_name, DatasetSpec) else _registry().datasets.require_available(spec_or_name).spec
     findings = Findings(spec.name)
     sources = spec.clips(dict(options or {}))

@@ -20,9 +20,9 @@ import numpy as np
 from nsbench.audio.alignment import estimate_lag
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
+from nsbench.plugins.records import ClipSource
 from nsbench.run.engine_run import EngineRun, Outcome
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import ClipSource
 
 STATIONARY_CELLS = {("white", "0"), ("white", "5"), ("pink", "0"), ("pink", "5")}
 MAX_LAG = 1600  # 100 ms at 16 kHz

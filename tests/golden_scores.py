@@ -121,7 +121,7 @@ def compute(clip_indices: tuple[int, ...] = CLIP_INDICES, skipped_metrics: tuple
     from nsbench.plugins.registry import build_registry
     from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
-    from nsbench.plugins.types import ENHANCEMENT
+    from nsbench.plugins.records import ENHANCEMENT
 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
     sources = registry.datasets.get(DATASET).spec.clips(DATASET_OPTIONS)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from nsbench.report import agreement
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+from nsbench.plugins.specs import MetricSpec
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -30,7 +30,7 @@ PLUGIN = textwrap.dedent(
     import os, time
     import numpy as np
     from nsbench.plugins.hookspecs import hookimpl
-    from nsbench.plugins.types import EngineSpec, MetricSpec
+    from nsbench.plugins.specs import EngineSpec, MetricSpec
 
     def log(kind, length):
         with open(os.environ["CALL_LOG"], "a") as handle:
@@ -226,7 +226,7 @@ def test_cache_entries_round_trip_and_refuse_damage(tmp_path):
 
 def test_clip_keys_depend_on_every_sample():
     clean, noise = tone_and_noise(0)
-    from nsbench.plugins.types import Clip
+    from nsbench.plugins.records import Clip
 
     one = Clip("a", clean + noise, clean, 16000)
     nudged = (clean + noise).copy()

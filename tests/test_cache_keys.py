@@ -13,7 +13,8 @@ from nsbench.run import checks
 from nsbench.builtin.engines.passthrough import build as build_passthrough
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import Clip, ClipSource, EngineSpec
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.specs import EngineSpec
 
 NSBENCH = Path(keys.__file__).parents[1]
 

@@ -218,7 +218,8 @@ class FlagPlugin:
 
     @hookimpl
     def register_datasets(self, register):
-        from nsbench.plugins.types import Clip, ClipSource, DatasetSpec
+        from nsbench.plugins.records import Clip, ClipSource
+        from nsbench.plugins.specs import DatasetSpec
 
         def clips(options):
             made = []
@@ -243,7 +244,7 @@ class SeededPlugin:
     @hookimpl
     def register_engines(self, register):
         from nsbench.builtin.engines.passthrough import Passthrough
-        from nsbench.plugins.types import EngineSpec
+        from nsbench.plugins.specs import EngineSpec
 
         class Dithering(Passthrough):
             def __init__(self, seed):

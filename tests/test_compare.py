@@ -9,7 +9,8 @@ import pytest
 from nsbench.cli import main
 from nsbench.report.compare import EXIT_REGRESSION, compare_results, parse_tolerances
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import EngineSpec, UserError
+from nsbench.plugins.specs import EngineSpec
+from nsbench.plugins.errors import UserError
 
 from conftest import add_plugin_to_the_cli
 from conftest import make_folder_dataset

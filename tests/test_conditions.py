@@ -11,11 +11,13 @@ import pytest
 from nsbench.audio.alignment import estimate_lag
 from nsbench.builtin.conditions import codecs, processing
 from nsbench.cli import main
-from nsbench.run.conditions import ConditionSpec, apply_steps, conditioned, conditioned_sources, resolve
+from nsbench import ConditionSpec
+from nsbench.run.conditions import apply_steps, conditioned, conditioned_sources, resolve
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.plugins.types import Clip, ClipSource, UserError
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.errors import UserError
 
 from conftest import add_plugin_to_the_cli, make_folder_dataset
 

@@ -20,7 +20,7 @@ PLUGIN = textwrap.dedent(
     """
     import os
     from nsbench.plugins.hookspecs import hookimpl
-    from nsbench.plugins.types import EngineSpec
+    from nsbench.plugins.specs import EngineSpec
 
     class Quieter:
         sample_rate, delay = 16000, 0

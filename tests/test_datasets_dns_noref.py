@@ -19,7 +19,7 @@ import soundfile
 
 from nsbench.builtin.datasets import dns2020_blind, dns2020_real
 from nsbench.cli import main
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 RATE = 16000

@@ -1,5 +1,5 @@
 """The dns2020 and voicebank adapters on fixtures in their exact published layouts,
-and Picovoice's remixer (nsbench.remix) against hand computations.
+and Picovoice's remixer (datasets/dns2020_remix.py) against hand computations.
 
 The DNS fixture uses the 150 real noisy file names of the DNS 2020 synthetic
 no_reverb test set (tests/data/dns2020_noisy_names.txt), with short audio.
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import soundfile
 
-from nsbench import remix
+from nsbench.builtin.datasets import dns2020_remix as remix
 from nsbench.builtin.datasets import dns2020, voicebank
 from nsbench.cli import main
-from nsbench.plugins.types import ClipError, UserError
+from nsbench.plugins.errors import ClipError, UserError
 
 NAMES_FILE = Path(__file__).parent / "data" / "dns2020_noisy_names.txt"
 NOISY_NAMES = NAMES_FILE.read_text().split()
@@ -276,7 +276,7 @@ def test_a_clipped_remix_is_noted_and_clipped_like_the_16_bit_write(tmp_path, ca
 
 
 def test_the_cache_is_reused_and_keyed_by_content(tmp_path, cache, monkeypatch):
-    """Counts calls of nsbench.remix.remix (monkeypatched): the second load
+    """Counts calls of dns2020_remix.remix (monkeypatched): the second load
     must read the cached file, not remix again."""
     root = make_dns(tmp_path / "no_reverb", NOISY_NAMES[:1])
     calls = count_remix_calls(monkeypatch)

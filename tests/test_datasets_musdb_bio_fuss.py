@@ -26,7 +26,8 @@ from nsbench.builtin.datasets import biodenoising, fuss, musdb
 from nsbench.builtin.metrics import demixing, fuss_sisnr
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import MetricInputs, MetricUndefined, UserError
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.errors import MetricUndefined, UserError
 
 from conftest import add_plugin_to_the_cli
 
@@ -452,7 +453,7 @@ class OracleSeededPlugin:
 
     @hookimpl
     def register_engines(self, register):
-        from nsbench.plugins.types import EngineSpec
+        from nsbench.plugins.specs import EngineSpec
 
         class Halving:
             sample_rate, delay = 16000, 0

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from nsbench import generated_set
+from nsbench.builtin.datasets import generated_set
 from nsbench.builtin.datasets import demo
 from nsbench.cli import main
 

@@ -14,7 +14,7 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 gtcrn = importlib.import_module("nsbench.builtin.engines.gtcrn")
 

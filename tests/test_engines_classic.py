@@ -21,7 +21,7 @@ from nsbench.cli import main
 from nsbench.audio.frames import from_int16, process_in_frames, to_int16
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.plugins.types import ClipError, UserError
+from nsbench.plugins.errors import ClipError, UserError
 
 REAL_ENGINES = ("noisereduce", "webrtc", "speex", "nsnet2")
 ORACLES = ("oracle-irm", "oracle-ibm")

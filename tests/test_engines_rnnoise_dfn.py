@@ -14,7 +14,8 @@ import pytest
 
 from nsbench.audio.files import resample
 from nsbench.builtin.engines import deepfilternet, rnnoise
-from nsbench.plugins.types import ClipSource, UserError
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.errors import UserError
 
 from conftest import REPO_ROOT
 from engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
@@ -157,7 +158,7 @@ def test_a_program_that_fails_the_probe_is_refused(tmp_path, body, message):
 
 def test_a_crash_fails_that_clip_only(tmp_path, stationary):
     crash = 'echo "rnnoise_demo: simulated crash in rnnoise_process_frame" >&2; kill -SEGV $$'
-    program = python_program(tmp_path, "crashing", "-m nsbench.tools.rnnoise_demo", on_second_call(tmp_path, crash))
+    program = python_program(tmp_path, "crashing", "-m nsbench.builtin.engines.rnnoise_demo", on_second_call(tmp_path, crash))
     first, second = run_builtin("rnnoise", stationary[:2], {"rnnoise_demo_path": str(program)})
     assert first.record.error is not None
     assert "signal 11" in first.record.error and "simulated crash in rnnoise_process_frame" in first.record.error
@@ -165,7 +166,7 @@ def test_a_crash_fails_that_clip_only(tmp_path, stationary):
 
 
 def test_a_hang_is_killed_after_the_timeout(tmp_path, stationary):
-    program = python_program(tmp_path, "hanging", "-m nsbench.tools.rnnoise_demo", on_second_call(tmp_path, "exec sleep 300"))
+    program = python_program(tmp_path, "hanging", "-m nsbench.builtin.engines.rnnoise_demo", on_second_call(tmp_path, "exec sleep 300"))
     # 8 s: a normal call (Python, numpy, the library) must finish within it on a loaded machine.
     options = {"rnnoise_demo_path": str(program), "rnnoise_timeout": 8.0}
     started = time.monotonic()
@@ -211,7 +212,7 @@ def test_deepfilternet_starts_each_clip_fresh_and_loads_the_model_in_prepare(sta
 
 # ------------------------------------------------- the served default program
 
-TOOL = [sys.executable, "-m", "nsbench.tools.rnnoise_demo"]
+TOOL = [sys.executable, "-m", "nsbench.builtin.engines.rnnoise_demo"]
 DIES_PROGRAM = REPO_ROOT / "tests" / "programs" / "rnnoise_serve_dies.py"
 
 
@@ -254,7 +255,7 @@ def test_the_served_program_gives_the_per_clip_programs_samples(stationary):
 def test_the_served_program_takes_blocks_of_any_size(stationary):
     """The protocol streams: a block of any length gets back the output of the
     whole frames received so far, the same samples as the clip sent at once."""
-    from nsbench.tools.rnnoise_demo import FRAME
+    from nsbench.builtin.engines.rnnoise_demo import FRAME
 
     pcm = (np.clip(at_48k(stationary[:1])[0], -1, 1) * 32767).astype("<i2")
     served = rnnoise.RNNoiseDemo(TOOL, "served", 60.0, cwd=REPO_ROOT, served=True)
@@ -278,7 +279,8 @@ def test_the_served_program_takes_blocks_of_any_size(stationary):
 def test_a_served_program_that_dies_mid_clip_fails_that_clip_and_the_next_gets_a_fresh_one(tmp_path, stationary):
     from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
-    from nsbench.plugins.types import MEASURED, EngineSpec
+    from nsbench.plugins.engine import MEASURED
+    from nsbench.plugins.specs import EngineSpec
 
     argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "died-once")]
     spec = EngineSpec(
@@ -306,7 +308,8 @@ def test_a_served_program_that_hangs_is_killed_after_the_timeout(tmp_path, stati
     from nsbench.builtin.metrics import sisdr
     from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
-    from nsbench.plugins.types import MEASURED, EngineSpec
+    from nsbench.plugins.engine import MEASURED
+    from nsbench.plugins.specs import EngineSpec
 
     argv = [sys.executable, str(DIES_PROGRAM), str(tmp_path / "hung-once"), "hang"]
     spec = EngineSpec(

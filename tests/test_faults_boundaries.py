@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsbench import generated_set, remix
+from nsbench.builtin.datasets import dns2020_remix as remix, generated_set
 from nsbench.builtin.datasets import demo
 from nsbench.external import PrivateFolder
-from nsbench.plugins.types import ClipError, UserError
+from nsbench.plugins.errors import ClipError, UserError
 
 from conftest import REPO_ROOT, tone_and_noise, write_wav
 

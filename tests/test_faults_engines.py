@@ -36,7 +36,7 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 from conftest import add_plugin_to_the_cli, tone_and_noise, write_wav
 from engine_checks import run_builtin, stationary_sources
@@ -108,7 +108,7 @@ case "$n" in
   3) cat "$1" "$1" > "$2"; exit 0 ;;
   4) printf 'garbage!' > "$2"; exit 0 ;;
 esac
-exec {PYTHON} -m nsbench.tools.rnnoise_demo "$@"
+exec {PYTHON} -m nsbench.builtin.engines.rnnoise_demo "$@"
 """
     program = shell_program(tmp_path, "rnnoise_demo", body)
     clips = stationary_sources(demo_tts_sources)[:4]

@@ -29,7 +29,7 @@ SLOW_PLUGIN = '''
 import time
 
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 
 class Slow:

@@ -22,7 +22,7 @@ from nsbench.builtin.datasets import fuss
 from nsbench.builtin.metrics import fuss_sisnr
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 from conftest import add_plugin_to_the_cli
 

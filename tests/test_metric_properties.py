@@ -24,7 +24,7 @@ from nsbench.builtin.metrics.fuss_sisnr import si_snr
 from nsbench.builtin.metrics.intelligibility import stoi
 from nsbench.builtin.metrics.levels import music_attenuation_db, voice_level_db
 from nsbench.builtin.metrics.sisdr import CLAMP_DB, si_sdr, snr
-from nsbench.plugins.types import MetricUndefined
+from nsbench.plugins.errors import MetricUndefined
 
 # Derandomized: the same 50 examples on every run, so the suite is stable in CI;
 # with derandomize=False each run tries new ones.

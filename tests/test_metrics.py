@@ -14,7 +14,9 @@ import pluggy
 import pytest
 
 from nsbench.plugins import hookspecs
-from nsbench.plugins.types import MetricInputs, MetricSpec, MetricUndefined
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.specs import MetricSpec
+from nsbench.plugins.errors import MetricUndefined
 
 sisdr = importlib.import_module("nsbench.builtin.metrics.sisdr")
 intelligibility = importlib.import_module("nsbench.builtin.metrics.intelligibility")

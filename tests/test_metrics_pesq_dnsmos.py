@@ -17,7 +17,8 @@ import pytest
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.plugins.types import MetricInputs, MetricUndefined, UserError
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.errors import MetricUndefined, UserError
 
 from conftest import REPO_ROOT
 

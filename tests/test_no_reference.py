@@ -18,7 +18,8 @@ import soundfile
 from nsbench.run import checks, no_reference
 from nsbench.audio.files import read_audio
 from nsbench.cli import main
-from nsbench.plugins.types import Clip, ClipSource, MetricSpec
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.specs import MetricSpec
 
 DEMO_AUDIO = Path(__file__).resolve().parents[1] / "datasets" / "demo_audio"
 RATE = 16000
@@ -191,7 +192,7 @@ def test_a_metric_that_needs_the_reference_is_skipped_not_failed_on_such_a_clip(
     assert score_one(reads_clean, clip, None) == {}
     judges_output = MetricSpec(name="level", func=lambda inputs: float(np.sum(inputs.output**2)), unit="",
                                higher_is_better=True, description="", ignores="", needs_reference=False)
-    from nsbench.plugins.types import MetricInputs
+    from nsbench.plugins.records import MetricInputs
 
     inputs = MetricInputs(output=np.ones(4, dtype=np.float32), clean=None, noisy=np.ones(4, dtype=np.float32), sample_rate=RATE)
     assert score_one(judges_output, clip, inputs) == {"values": {"level": 4.0}}

@@ -19,7 +19,8 @@ from nsbench.cli import main
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.store.reference import ReferenceAudio
 from nsbench.plugins.registry import build_registry
-from nsbench.plugins.types import MetricInputs, MetricUndefined
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.errors import MetricUndefined
 
 dnsmos = importlib.import_module("nsbench.builtin.metrics.dnsmos")
 gated = importlib.import_module("nsbench.builtin.metrics.speech_gated")
@@ -331,13 +332,13 @@ MIN_CLIPS = 10
 @pytest.fixture(scope="module")
 def agreement(demo_sources):
     skip_without_silero()
-    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.metric_options import bind_options, metric_context
     from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
 
     reg = registry()
     names = ("voice_level_db", "music_attenuation_db", "vad_voice_level_db", "vad_attenuation_db")
-    metrics, _ = bind_options([reg.metrics.require_available(name).spec for name in names], {}, reg)
+    metrics, _ = bind_options([reg.metrics.require_available(name).spec for name in names], lambda metric: {}, metric_context(reg))
     # The bounds were measured on the -5..10 dB cells; the 15 and 20 dB cells came later (issue 22).
     sources = [s for s in demo_sources if s.labels["snr_db"] in ("-5", "0", "5", "10")]
     assert len(sources) == 96

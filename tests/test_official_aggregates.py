@@ -19,7 +19,7 @@ import soxr
 
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 from conftest import add_plugin_to_the_cli, make_folder_dataset
 from test_datasets_dns_voicebank import NOISY_NAMES, make_dns, make_voicebank

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nsbench.audio.files import load_pair
-from nsbench.plugins.types import ClipSource
+from nsbench.plugins.records import ClipSource
 
 from nsbench.builtin.engines.passthrough import Passthrough
 from nsbench.cli import main
@@ -106,7 +106,7 @@ def test_clips_that_cannot_be_sent_to_workers_run_serially_and_say_so():
 BUILD_AHEAD_PLUGIN = '''
 import os, time
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 def log(*words):
     with open(os.environ["BUILD_LOG"], "a") as handle:
@@ -174,7 +174,7 @@ BLAS_PLUGIN = '''
 import os
 from threadpoolctl import threadpool_info
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 class Counting:
     """Logs the BLAS threads its process may use, per clip."""

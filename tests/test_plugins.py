@@ -14,7 +14,9 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.plugins.types import EngineSpec, UserError
+from nsbench import Engine
+from nsbench.plugins.specs import EngineSpec
+from nsbench.plugins.errors import UserError
 
 from conftest import REPO_ROOT
 
@@ -90,7 +92,7 @@ def make_distribution(root: Path) -> None:
         textwrap.dedent(
             """
             from nsbench.plugins.hookspecs import hookimpl
-            from nsbench.plugins.types import EngineSpec
+            from nsbench.plugins.specs import EngineSpec
             from nsbench.builtin.engines.passthrough import Passthrough
 
             @hookimpl
@@ -192,17 +194,19 @@ def test_every_hook_is_tested_and_documented():
 
 
 def test_every_exported_name_is_documented_in_the_plugin_api_section():
-    """The plugin API is nsbench.__all__: each name has a row in docs/plugins.md's
-    reference, which states the current PLUGIN_API version."""
+    """The plugin API is nsbench.__all__ and nsbench.adapters.__all__: each
+    name has a row in docs/adapters.md, which states the current PLUGIN_API."""
     import nsbench
+    from nsbench import adapters
 
-    plugins_page = (REPO_ROOT / "docs" / "plugins.md").read_text()
-    section = plugins_page.split("\n## Reference\n")[1].split("\n## ")[0]
-    assert f"`PLUGIN_API = {nsbench.PLUGIN_API}`" in section
+    reference = (REPO_ROOT / "docs" / "adapters.md").read_text()
+    assert f"`PLUGIN_API = {nsbench.PLUGIN_API}`" in reference
     assert isinstance(nsbench.PLUGIN_API, int) and nsbench.PLUGIN_API >= 1
     for name in nsbench.__all__:
         assert getattr(nsbench, name) is not None
-        assert f"| `{name}` |" in section, f"nsbench.{name} is exported but not in docs/plugins.md's table"
+        assert f"| `{name}` |" in reference, f"nsbench.{name} is exported but not in docs/adapters.md"
+    for name in adapters.__all__:
+        assert f"| `{name}` |" in reference, f"nsbench.adapters.{name} is exported but not in docs/adapters.md"
     # Internal records stay out of the API.
     assert "ClipRecord" not in nsbench.__all__
 
@@ -212,3 +216,75 @@ def test_import_nsbench_stays_light():
     code = "import sys, nsbench; print(sorted(m for m in ('scipy', 'matplotlib', 'onnxruntime', 'soundfile', 'soxr', 'distributed', 'av') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- PLUGIN_API 4
+
+
+class OwnRate(Engine):
+    sample_rate = 16000  # the engine's own, as a python: class declares it
+
+    def process(self, audio):
+        return audio
+
+
+def own_rate_spec(**facts):
+    return EngineSpec(name="own-rate", factory=lambda options: OwnRate(), description="", **{"sample_rate": 48000, "delay": 0, **facts})
+
+
+def test_a_rate_declared_on_both_the_engine_and_its_spec_differently_is_refused_naming_both():
+    engine = OwnRate()
+    with pytest.raises(UserError, match=r"sample_rate is declared twice, 48000 on its EngineSpec and 16000 on OwnRate"):
+        own_rate_spec().declare_on(engine)
+    assert engine.sample_rate == 16000  # not silently overwritten
+
+
+def test_a_fact_declared_in_one_place_stands():
+    from nsbench import MEASURED
+
+    measured = OwnRate()
+    own_rate_spec(sample_rate=MEASURED).declare_on(measured)
+    assert own_rate_spec(sample_rate=MEASURED).rate_of(measured) == 16000
+    same = OwnRate()
+    own_rate_spec(sample_rate=16000, delay=480).declare_on(same)  # the same rate twice, and the spec's delay
+    assert (same.sample_rate, same.delay) == (16000, 480)
+    with pytest.raises(UserError, match=r"delay is declared twice, 0 on its EngineSpec and 240"):
+        instance = OwnRate()
+        instance.delay = 240  # set in __init__ counts as the engine's own too
+        own_rate_spec(sample_rate=16000).declare_on(instance)
+
+
+def test_datasets_receive_their_own_plugin_s_flags_and_the_data_folder_only():
+    from nsbench.flags import build_parser
+    from nsbench.run.config import RunConfig
+
+    manager = get_plugin_manager(load_entry_points=False)
+    registry = build_registry(manager)
+    argv = ["--dataset", "demo-tts", "--demo-seed", "7", "--musdb-rate", "16000"]
+    config = RunConfig.from_args(build_parser(manager).parse_args(argv), argv)
+    plugin = registry.datasets.get("demo-tts").plugin
+    assert plugin == registry.datasets.get("demo").plugin  # the plugin that adds --demo-seed registers both sets
+    assert config.dataset_options(plugin) == {"demo_seed": 7, "data_folder": None}
+    assert "musdb_rate" in config.dataset_options(registry.datasets.get("musdb").plugin)
+
+
+def test_a_metric_s_options_get_its_flags_and_a_metric_context_not_the_registry():
+    import dataclasses
+
+    from nsbench import MetricContext
+    from nsbench.plugins.metric_options import bind_options, metric_context
+
+    seen = {}
+
+    def options(flags, context):
+        seen.update(flags=dict(flags), context=context)
+        return {"fingerprint": "x"}
+
+    registry = build_registry(get_plugin_manager(load_entry_points=False))
+    spec = dataclasses.replace(registry.metrics.get("snr").spec, name="with-options", options=options)
+    bind_options([spec], lambda metric: {"my_flag": 1}, metric_context(registry, use_cache=False, rerun=True))
+    assert seen["flags"] == {"my_flag": 1}
+    context = seen["context"]
+    assert isinstance(context, MetricContext) and (context.use_cache, context.rerun) == (False, True)
+    with pytest.raises(UserError, match="Unknown recogniser 'nope'"):
+        context.recogniser("nope")

@@ -8,7 +8,7 @@ from nsbench.audio.files import full_scale_note, non_finite
 from nsbench.builtin.datasets import folder, voicebank
 from nsbench.report.compare import comparison_summary
 from nsbench.text import plural
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 from conftest import make_folder_dataset, write_wav
 

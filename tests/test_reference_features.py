@@ -11,7 +11,7 @@ from nsbench.store import reference
 from nsbench.store.cache import Cache
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import MetricInputs
+from nsbench.plugins.records import MetricInputs
 
 intelligibility = importlib.import_module("nsbench.builtin.metrics.intelligibility")
 levels = importlib.import_module("nsbench.builtin.metrics.levels")

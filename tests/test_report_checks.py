@@ -10,7 +10,7 @@ import pytest
 
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 from conftest import add_plugin_to_the_cli
 
@@ -173,7 +173,7 @@ def test_align_constant_lag_removes_the_lag_and_says_so(faulty_run, tmp_path, mo
 def test_the_array_checks_not_exercised_by_the_engines_above():
     """barely_changed and clipped, on one hand-made clip (0 dB SNR)."""
     from nsbench.run import checks
-    from nsbench.plugins.types import Clip
+    from nsbench.plugins.records import Clip
 
     rng = np.random.default_rng(0)
     t = np.arange(16000) / 16000

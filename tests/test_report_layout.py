@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from nsbench.plugins.types import Column, EngineSpec, MetricSpec
+from nsbench.plugins.specs import Column, EngineSpec, MetricSpec
 from nsbench.report import layout
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+
+from nsbench.plugins.specs import MetricSpec
 from nsbench.report import model, schema
 from nsbench.report.summary import summarise
 from nsbench.report.writer import write_json

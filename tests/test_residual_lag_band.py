@@ -11,7 +11,7 @@ import pytest
 
 from nsbench.audio.alignment import estimate_lag
 from nsbench.run.checks import residual_lag, speech_band
-from nsbench.plugins.types import Clip
+from nsbench.plugins.records import Clip
 
 RATE = 16000
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "audio" / "speech"

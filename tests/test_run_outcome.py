@@ -159,7 +159,7 @@ REGRESSING_PLUGIN = textwrap.dedent(
     import os
     import numpy as np
     from nsbench.plugins.hookspecs import hookimpl
-    from nsbench.plugins.types import EngineSpec
+    from nsbench.plugins.specs import EngineSpec
 
     class Hiss:
         sample_rate, delay = 16000, 0
@@ -225,7 +225,7 @@ PID_METRIC_PLUGIN = textwrap.dedent(
     import os
     import numpy as np
     from nsbench.plugins.hookspecs import hookimpl
-    from nsbench.plugins.types import EngineSpec, MetricSpec
+    from nsbench.plugins.specs import EngineSpec, MetricSpec
 
     def log(kind):
         with open(os.environ["PID_LOG"], "a") as file:

@@ -14,7 +14,10 @@ from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import MEASURED, Clip, ClipSource, EngineSpec, UserError
+from nsbench.plugins.engine import MEASURED
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.specs import EngineSpec
+from nsbench.plugins.errors import UserError
 
 from conftest import tone_and_noise, write_wav
 
@@ -308,7 +311,7 @@ def test_metrics_run_with_one_blas_thread_on_every_clip():
     metric imported a module mid-run (the limit then lists libraries again)."""
     from threadpoolctl import threadpool_info
 
-    from nsbench.plugins.types import MetricSpec
+    from nsbench.plugins.specs import MetricSpec
 
     def blas_threads(inputs):
         import json  # noqa: F401  (a new import changes sys.modules on the first clip)

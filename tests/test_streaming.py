@@ -26,7 +26,8 @@ from nsbench.plugins.registry import build_registry
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 from nsbench.run.streaming import Blocks
-from nsbench.plugins.types import Clip, ClipSource, EngineSpec
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.specs import EngineSpec
 
 BLOCK_SIZES = (128, 160, 441, 1000)
 STREAMABLE_BUILTINS = ("webrtc", "speex", "deepfilternet", "rnnoise", "gtcrn")

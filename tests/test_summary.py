@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from nsbench.report.summary import bootstrap_median_ci, describe, summarise
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+from nsbench.plugins.specs import MetricSpec
 
 
 def metric(name: str = "si_sdri", higher: bool = True) -> MetricSpec:
@@ -162,7 +163,7 @@ def pooled_record(clip: str, pairs: list[float], sources: str, condition: str, s
 
 
 def test_a_pooled_metric_pools_items_within_every_cell_key_and_seeds_pool_their_items():
-    from nsbench.plugins.types import Pooling
+    from nsbench.plugins.specs import Pooling
 
     pooled_metric = MetricSpec(name="pairs_metric", func=lambda inputs: 0.0, unit="dB", higher_is_better=True, description="",
                                ignores="", pooling=Pooling(items="pairs", description="pooled over pairs"))

@@ -16,7 +16,7 @@ from nsbench.cli import main
 from nsbench.run.progress import NoProgress, PlainProgress, engine_progress
 from nsbench.report.format import fmt
 from nsbench.report.terminal import summary_text
-from nsbench.plugins.types import ClipRecord
+from nsbench.plugins.records import ClipRecord
 
 from conftest import REPO_ROOT, make_folder_dataset
 from test_cli import EXAMPLE_PLUGIN

@@ -16,7 +16,7 @@ from nsbench.plugins.registry import build_registry
 from nsbench.report.model import file_stem
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 from conftest import REPO_ROOT
 from test_runner import metrics, sources

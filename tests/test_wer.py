@@ -20,7 +20,9 @@ from conftest import SHARED_AUDIO, add_plugin_to_the_cli
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import TranscriptStore, normalise_transcript, word_error_rate
-from nsbench.plugins.types import Clip, MetricUndefined, RecogniserSpec
+from nsbench.plugins.records import Clip
+from nsbench.plugins.errors import MetricUndefined
+from nsbench.plugins.specs import RecogniserSpec
 
 # CMU ARCTIC speaker aew reading the first three ARCTIC prompts (real speech, in
 # ../shared/audio): what the speaker says, as the ARCTIC prompt list writes it.
@@ -198,14 +200,14 @@ def test_on_the_demo_wer_grows_as_snr_falls_and_an_oracle_mask_lowers_it():
     """Passthrough on two clips of one noise category at -5 and 10 dB, against
     the recogniser's transcript of the clean files; the ideal ratio mask on
     the -5 dB clips."""
-    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.metric_options import bind_options, metric_context
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
     from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
-    metrics, _ = bind_options([registry.metrics.get("wer").spec], {}, registry)
+    metrics, _ = bind_options([registry.metrics.get("wer").spec], lambda metric: {}, metric_context(registry))
     sources = registry.datasets.get(DEMO_DATASET).spec.clips({})
     cell = {snr: [s for s in sources if s.labels.get("noise") == DEMO_NOISE and s.labels.get("snr_db") == snr][:2]
             for snr in ("-5", "10")}
@@ -333,25 +335,26 @@ def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path, 
 
 
 def pocketsphinx_options() -> dict:
-    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.metric_options import bind_options, metric_context
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
 
     registry = build_registry(get_plugin_manager(load_entry_points=False))
-    return bind_options([registry.metrics.get("wer").spec], {"no_cache": True}, registry)[1]["wer"]
+    return bind_options([registry.metrics.get("wer").spec], lambda metric: {}, metric_context(registry, use_cache=False))[1]["wer"]
 
 
 def test_a_silent_output_deletes_every_word(tmp_path, monkeypatch):
     """An engine returning silence: WER 1.0 against the clean transcript."""
-    from nsbench.plugins.metric_options import bind_options
+    from nsbench.plugins.metric_options import bind_options, metric_context
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
-    from nsbench.plugins.types import MetricInputs
+    from nsbench.plugins.records import MetricInputs
 
     manager = get_plugin_manager(load_entry_points=False)
     manager.register(CountingPlugin())
     registry = build_registry(manager)
-    [metric], options = bind_options([registry.metrics.get("wer").spec], {"recogniser": "counting", "no_cache": True}, registry)
+    [metric], options = bind_options([registry.metrics.get("wer").spec], lambda metric: {"recogniser": "counting"},
+                                     metric_context(registry, use_cache=False))
     voice = np.full(16000, 0.3, dtype=np.float32)
     inputs = MetricInputs(output=np.zeros_like(voice), clean=voice, noisy=voice, sample_rate=16000)
     assert metric.func(inputs) == {"wer": 1.0, "wer_input": 0.0, "wer_delta": 1.0, "wer_reference": "asr_of_clean"}
@@ -368,7 +371,8 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     from nsbench.plugins.registry import build_registry
     from nsbench.run.engine_run import EngineRun
     from nsbench.run.runner import run_engine
-    from nsbench.plugins.types import ClipSource, EngineSpec, MetricSpec
+    from nsbench.plugins.records import ClipSource
+    from nsbench.plugins.specs import EngineSpec, MetricSpec
 
     calls = []
 

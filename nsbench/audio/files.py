@@ -11,7 +11,8 @@ import soxr
 
 from nsbench.audio.blocks import count_where, spans
 from nsbench.text import plural
-from nsbench.plugins.types import Clip, ClipError
+from nsbench.plugins.records import Clip
+from nsbench.plugins.errors import ClipError
 
 # soxr's "HQ" is what librosa's default res_type ("soxr_hq") runs.
 RESAMPLE_QUALITY = "HQ"

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from nsbench.audio.blocks import spans
-from nsbench.plugins.types import ClipError
+from nsbench.plugins.errors import ClipError
 
 # Full scale of 16-bit PCM: float 1.0 maps to 32768, clipped to 32767.
 INT16_SCALE = 32768.0

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 from nsbench.text import plural
 
 EXIT_USER_ERROR = 2

@@ -25,7 +25,7 @@ from nsbench.listen import design, screening, stimuli
 from nsbench.listen.stimuli import token
 from nsbench.listen.design import ANCHOR, INPUT, MUSHRA, P835, REFERENCE, Condition
 from nsbench.listen.run_audio import FinishedRun, load_clip, reopen
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 PAGE = Path(__file__).parent / "page"
 KEY_FILE = "listening-key.json"

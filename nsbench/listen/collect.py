@@ -25,7 +25,7 @@ from nsbench.listen import report_section, stats
 from nsbench.listen.build import KEY_FILE
 from nsbench.listen.design import MUSHRA, P835_SCALES, REFERENCE
 from nsbench.listen.report_section import RESULTS_JSON, RESULTS_MD
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 REFERENCE_FLOOR = 90  # BS.1534-3 post-screening: the hidden reference below this ...
 REFERENCE_SHARE = 0.15  # ... in more than this share of the trials excludes the assessor

@@ -19,7 +19,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from nsbench.plugins.types import ClipError, ClipSource, UserError
+from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.records import ClipSource
 
 Output = tuple[np.ndarray, int]
 
@@ -88,7 +89,7 @@ def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
     from nsbench.run import conditions
 
     dataset = registry.datasets.require_available(config.dataset).spec
-    sources = dataset.clips(dict(config.dataset_options))[: config.limit]
+    sources = dataset.clips(config.dataset_options(registry.datasets.get(config.dataset).plugin))[: config.limit]
     chosen = conditions.resolve(list(config.conditions), registry.conditions)
     if chosen:
         sources = conditions.conditioned_sources(sources, chosen, (str(cache.cache_root()), True))

@@ -20,7 +20,7 @@ import numpy as np
 import soundfile
 from scipy import signal
 
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 TARGET_LUFS = -26.0  # P.808's and BS.1534's common listening level for speech
 PEAK_DBFS = -1.0

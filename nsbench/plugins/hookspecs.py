@@ -11,8 +11,8 @@ from typing import Callable
 
 import pluggy
 
-from nsbench.run.conditions import ConditionSpec
-from nsbench.plugins.types import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec
+from nsbench.plugins.specs import ConditionSpec
+from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec
 
 PROJECT = "nsbench"
 hookspec = pluggy.HookspecMarker(PROJECT)

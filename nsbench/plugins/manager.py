@@ -18,7 +18,7 @@ import pluggy
 from nsbench import builtin
 
 from nsbench.plugins import hookspecs
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT
 

@@ -1,7 +1,9 @@
 """A metric's own options, resolved once per run and handed to its function.
 
-``MetricSpec.options(flags, registry)`` (the wer metric: which recogniser,
-built once) runs here, in the parent, before any engine; the metric's
+``MetricSpec.options(flags, context)`` (the wer metric: which recogniser,
+built once) runs here, in the parent, before any engine, with the flags of
+the metric's own plugin and a MetricContext (nsbench.plugins.specs), the
+narrow view of the run a metric may choose from; the metric's
 function is then bound to the result, so the run loop, worker processes and
 Dask workers call it as any other metric, and it reads ``inputs.options``.
 """
@@ -11,21 +13,34 @@ import dataclasses
 import functools
 from typing import Any, Callable, Mapping, Sequence
 
-from nsbench.plugins.types import MetricInputs, MetricSpec
+from nsbench.plugins.records import MetricInputs
+from nsbench.plugins.specs import ChosenRecogniser, MetricContext, MetricSpec
 
 
 def call_with_options(func: Callable[[MetricInputs], Any], options: Mapping[str, Any], inputs: MetricInputs) -> Any:
     return func(dataclasses.replace(inputs, options=options))
 
 
-def bind_options(metrics: Sequence[MetricSpec], flags: Mapping[str, Any], registry: Any) -> tuple[list[MetricSpec], dict[str, Mapping[str, Any]]]:
-    """(the metrics, those with options bound to them; metric name -> its options)."""
+def metric_context(registry: Any, use_cache: bool = True, rerun: bool = False) -> MetricContext:
+    """The MetricContext of a run: the registry's recognisers, chosen by name."""
+    def recogniser(name: str) -> ChosenRecogniser:
+        record = registry.recognisers.require_available(name)
+        return ChosenRecogniser(record.spec, record.version, record.origin)
+
+    return MetricContext(recogniser=recogniser, use_cache=use_cache, rerun=rerun)
+
+
+def bind_options(metrics: Sequence[MetricSpec], flags_of: Callable[[MetricSpec], Mapping[str, Any]],
+                 context: MetricContext) -> tuple[list[MetricSpec], dict[str, Mapping[str, Any]]]:
+    """(the metrics, those with options bound to them; metric name -> its options).
+
+    ``flags_of(metric)``: the flags the metric's plugin added, its only ones."""
     bound, resolved = [], {}
     for metric in metrics:
         if metric.options is None:
             bound.append(metric)
             continue
-        options = dict(metric.options(flags, registry))
+        options = dict(metric.options(flags_of(metric), context))
         resolved[metric.name] = options
         bound.append(dataclasses.replace(metric, func=functools.partial(call_with_options, metric.func, options)))
     return bound, resolved

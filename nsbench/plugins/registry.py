@@ -15,9 +15,10 @@ from typing import Callable, Generic, TypeVar
 
 import pluggy
 
-from nsbench.run.conditions import ConditionSpec
+from nsbench.plugins.specs import ConditionSpec
 from nsbench.plugins.manager import plugin_origin
-from nsbench.plugins.types import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec, UserError, spec_version
+from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec, spec_version
+from nsbench.plugins.errors import UserError
 
 SpecT = TypeVar("SpecT", EngineSpec, DatasetSpec, MetricSpec, ConditionSpec, RecogniserSpec)
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
@@ -54,6 +54,7 @@ import nsbench
 
 SAMPLE_RATE = 16000  # the rate process() receives and returns
 DELAY = 0  # samples the output lags its input (nsbench.testing.check_engine measures it)
+# Both are declared on the EngineSpec below, once: the harness sets them on the engine.
 
 
 class {class_name}(nsbench.Engine):
@@ -107,7 +108,11 @@ nsbench --engine {name} --limit 4     # a first result, in results/demo/
 ```
 
 Edit `{module}/__init__.py`: `process` is your model; `SAMPLE_RATE` and `DELAY`
-are declared once, on the EngineSpec.
+are declared once, on the EngineSpec (an engine that sets its own
+`sample_rate` or `delay` too, to another value, is refused: say
+`nsbench.MEASURED` on the spec to let the engine's own value stand). Flags
+your plugin adds (`add_arguments`) reach your factory's `options`, and no
+others.
 '''
 
 

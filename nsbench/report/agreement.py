@@ -34,7 +34,8 @@ import numpy as np
 
 from nsbench.report import layout
 from nsbench.report.baselines import clip_values
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+from nsbench.plugins.specs import MetricSpec
 
 MIN_ENGINES = 3  # two points always rank-correlate by +-1
 MIN_CLIPS = 3

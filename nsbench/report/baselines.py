@@ -8,7 +8,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+
+from nsbench.plugins.specs import MetricSpec
 from nsbench.report import layout, signed_rank
 from nsbench.report.summary import cell_of, headline_spec, natural_key
 

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from nsbench.report.format import Table, fmt, markdown_table
 from nsbench.report.schema import FORMAT_VERSION as RESULTS_FORMAT_VERSION
 from nsbench.text import plural
-from nsbench.plugins.types import UserError
+from nsbench.plugins.errors import UserError
 
 EXIT_REGRESSION = 3
 # Default tolerances by unit: a few hundredths of a dB, half a hundredth of

@@ -6,7 +6,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+
+from nsbench.plugins.specs import MetricSpec
 from nsbench.run.conditions import LABEL, NONE
 
 

@@ -23,7 +23,8 @@ import soundfile
 from nsbench.report.highlights import cell_name
 from nsbench.report import layout
 from nsbench.report.model import file_stem
-from nsbench.plugins.types import ClipError, ClipRecord, ClipSource
+from nsbench.plugins.errors import ClipError
+from nsbench.plugins.records import ClipRecord, ClipSource
 
 GRID_ROWS = 10  # about 1.3 MB of 16-bit audio per row for the default run's 11 columns of 4-second clips
 MIN_ROWS = 4

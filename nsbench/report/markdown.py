@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from nsbench.plugins.types import MetricSpec
+from nsbench.plugins.specs import MetricSpec
 from nsbench.report import layout
 from nsbench.report.format import clip_list, clips_count, markdown_row, markdown_table
 from nsbench.report.tables import baseline_rows, cell_table, pooled_rows, summary_table, worst_rows

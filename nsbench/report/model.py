@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any, Mapping, Sequence
 
-from nsbench.plugins.types import MetricSpec
+from nsbench.plugins.specs import MetricSpec
 from nsbench.report import layout, schema
 
 # The keys of a listening pick that point at audio files.

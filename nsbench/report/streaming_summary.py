@@ -13,7 +13,7 @@ import numpy as np
 from nsbench.run.streaming import IDENTICAL, Blocks
 from nsbench.report.tables import fmt_timing  # the RTF reads as the summary's (never 0.000)
 from nsbench.text import plural
-from nsbench.plugins.types import ClipRecord
+from nsbench.plugins.records import ClipRecord
 
 
 def percentile(values: np.ndarray, q: float) -> float:

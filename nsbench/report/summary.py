@@ -15,7 +15,8 @@ from nsbench.run import checks
 from nsbench.report import layout
 from nsbench.report.statistics import bootstrap_ci, bootstrap_median_ci, pooled_mean_ci, uncertainty  # noqa: F401 (bootstrap_ci: re-exported)
 from nsbench.text import plural
-from nsbench.plugins.types import ClipRecord, MetricSpec
+from nsbench.plugins.records import ClipRecord
+from nsbench.plugins.specs import MetricSpec
 
 
 def describe(values: Sequence[float]) -> dict[str, float | int]:

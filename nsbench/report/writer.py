@@ -42,7 +42,8 @@ from nsbench.report.baselines import compare_with_baselines, compared_metrics
 from nsbench.report.markdown import report_markdown
 from nsbench.report.model import file_stem
 from nsbench.report.tables import headline_higher_is_better
-from nsbench.plugins.types import ClipRecord, ClipSource, DatasetSpec, MetricSpec
+from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.plugins.specs import DatasetSpec, MetricSpec
 
 
 def write_atomically(path: Path, text: str) -> None:

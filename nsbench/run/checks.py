@@ -16,7 +16,7 @@ from nsbench.audio import blocks
 from nsbench.audio.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
 from nsbench.audio.blocks import arrays_equal
 from nsbench.audio.sdr import si_sdr
-from nsbench.plugins.types import Clip
+from nsbench.plugins.records import Clip
 
 # SI-SDR of the output against the *input* at or above this: the output is the
 # input up to a gain (float32 rounding alone leaves it above 100 dB).

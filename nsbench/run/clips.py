@@ -33,7 +33,10 @@ from nsbench.run.scoring import score_and_check
 from nsbench.audio.files import fit_length, non_finite, resample
 from nsbench.store.cache import CachedOutput
 from nsbench.text import plural
-from nsbench.plugins.types import Clip, ClipError, ClipRecord, ClipSource, Engine, EngineSpec
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.errors import ClipError
+from nsbench.plugins.records import Clip, ClipRecord, ClipSource
+from nsbench.plugins.specs import EngineSpec
 
 
 def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcome:

@@ -26,46 +26,22 @@ import dataclasses
 import functools
 import math
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from nsbench.store import cache
-from nsbench.plugins.types import Clip, ClipError, ClipSource, UserError, spec_version
+from nsbench.plugins.specs import ConditionSpec
+from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.records import Clip, ClipSource
+from nsbench.plugins.specs import spec_version
 
 NONE = "none"
 LABEL = "condition"  # the clip label and the cell key
 COMPOSE = "+"
 ID_SEPARATOR = "@"
-
-
-@dataclass(frozen=True)
-class ConditionSpec:
-    """A named transform of a clip's audio, registered by a plugin.
-
-    ``transform(audio, sample_rate)`` returns float32 audio of the same length
-    at the same rate; it must be deterministic (the same input gives the same
-    bytes) and picklable (a module-level function or a functools.partial).
-    ``reference``: also applied to the clean reference (and the reference
-    sources). ``parameters`` are recorded in every result file.
-    ``missing()`` returns what the machine lacks to run it ("" if nothing;
-    for example an encoder the installed FFmpeg build does not have): checked
-    before any engine runs. ``describe()`` returns the library versions and
-    codec names it used, for provenance.
-    """
-
-    name: str
-    transform: Callable[[np.ndarray, int], np.ndarray]
-    description: str
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    reference: bool = False
-    requires: tuple[str, ...] = ()
-    install: str = ""
-    version: Callable[[], str] | str = ""
-    missing: Callable[[], str] | None = None
-    describe: Callable[[], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

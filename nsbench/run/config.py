@@ -1,9 +1,10 @@
 """The run's configuration: the command line parsed once into a frozen record.
 
 The argparse Namespace stops at the CLI. Everything after it reads a
-RunConfig: the run's plan (nsbench.run.plan), the results writer; an engine gets
-only its own plugin's options (``engine_options``), a dataset every flag
-(``dataset_options``: adapters read their own flags and the data folder).
+RunConfig: the run's plan (nsbench.run.plan), the results writer, the
+executors. Every plugin gets only its own plugin's flags (PLUGIN_API 4): an
+engine (``engine_options``), a metric (``plugin_flags``), a dataset
+(``dataset_options``: with the data folder).
 """
 from __future__ import annotations
 
@@ -42,10 +43,8 @@ class RunConfig:
     voice_drop_db: float
     plots: bool
     html: bool
-    # Each plugin's flags, by plugin name: what its engines' factories receive.
+    # Each plugin's flags, by plugin name: what its engines, datasets and metrics receive.
     plugin_options: Mapping[str, Mapping[str, Any]]
-    # Every flag, for dataset adapters (their own flags, the data folder, --limit).
-    dataset_options: Mapping[str, Any]
     argv: tuple[str, ...]  # as typed, for the provenance (secrets masked there)
     block_size: int | None  # --block-size (nsbench.run.streaming)
     block_ms: float | None  # --block-ms
@@ -64,12 +63,21 @@ class RunConfig:
             use_cache=not args.no_cache, rerun=args.rerun, align_constant_lag=args.align_constant_lag,
             compare=args.compare, compare_tolerance=tuple(args.compare_tolerance), voice_drop_db=args.voice_drop_db,
             plots=not args.no_plots, html=not args.no_html, plugin_options=MappingProxyType(plugin_options),
-            dataset_options=MappingProxyType(dict(flags)), argv=tuple(argv),
+            argv=tuple(argv),
             block_size=args.block_size, block_ms=args.block_ms,
         )
 
     def engine_options(self, plugin: str) -> dict[str, Any]:
         """What an engine's factory receives from the command line: the flags
         its plugin added (the run adds ``seed``; a family, ``engine_argument``)."""
+        return self.plugin_flags(plugin)
+
+    def plugin_flags(self, plugin: str) -> dict[str, Any]:
+        """The flags a plugin added (``--my-flag`` as ``my_flag``), and no other."""
         return dict(self.plugin_options.get(plugin, {}))
+
+    def dataset_options(self, plugin: str) -> dict[str, Any]:
+        """What a dataset's ``clips`` and ``describe`` receive: its plugin's
+        flags and ``data_folder`` (--data-folder, None without it)."""
+        return {**self.plugin_flags(plugin), "data_folder": self.data_folder}
 

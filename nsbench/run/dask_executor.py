@@ -31,7 +31,9 @@ from typing import Any, Iterator, Sequence
 from nsbench.run.clips import run_clip
 from nsbench.run.engine_run import EngineHolder, EngineRun, Outcome
 from nsbench.run.runner import in_process, sources_pickle
-from nsbench.plugins.types import ClipRecord, ClipSource, EngineSpec, UserError
+from nsbench.plugins.errors import UserError
+from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.plugins.specs import EngineSpec
 
 CONNECT_TIMEOUT = "5s"
 LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"

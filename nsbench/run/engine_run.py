@@ -15,7 +15,10 @@ import numpy as np
 
 from nsbench.run import checks, streaming
 from nsbench.store.cache import Cache, Identity
-from nsbench.plugins.types import ClipError, ClipRecord, ClipSource, Engine, EngineSpec, MetricSpec, UserError
+from nsbench.plugins.engine import Engine
+from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.plugins.specs import EngineSpec, MetricSpec
 
 # A user's model may end with sys.exit() on an error, as scripts do: that fails
 # its clip like an exception, rather than ending the whole run.

@@ -25,7 +25,8 @@ from nsbench.report.baselines import baselines_of
 from nsbench.report.model import engine_result
 from nsbench.report.summary import alignment_summary, summarise
 from nsbench.plugins.registry import Registered
-from nsbench.plugins.types import ClipRecord, EngineSpec
+from nsbench.plugins.records import ClipRecord
+from nsbench.plugins.specs import EngineSpec
 
 
 @dataclass

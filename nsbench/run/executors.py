@@ -28,7 +28,8 @@ from nsbench.external import PrivateFolder
 from nsbench.run.clips import run_clip
 from nsbench.run.engine_run import EngineHolder, EngineRun, Outcome
 from nsbench.run.runner import Executor, in_process, sources_pickle
-from nsbench.plugins.types import ClipRecord, ClipSource, EngineSpec
+from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.plugins.specs import EngineSpec
 
 
 @contextlib.contextmanager

@@ -25,7 +25,8 @@ from nsbench.report.terminal import run_notes_lines, summary_text
 from nsbench.report.writer import ResultsWriter
 from nsbench.model_files import ModelFileMismatch
 from nsbench.plugins.registry import Registry
-from nsbench.plugins.types import EngineSpec, UserError
+from nsbench.plugins.errors import UserError
+from nsbench.plugins.specs import EngineSpec
 
 
 def benchmark(config: RunConfig, registry: Registry) -> int:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from nsbench.plugins.types import ClipSource, MetricSpec
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.specs import MetricSpec
 
 # The headline on a set without references, where the dataset's (an intrusive
 # one, si_sdri) cannot be computed: the first of these the run computes.

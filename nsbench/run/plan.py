@@ -21,9 +21,11 @@ from nsbench.store import cache
 from nsbench.run import conditions, no_reference, streaming
 from nsbench.run.config import RunConfig
 from nsbench.report import coverage, layout, provenance
-from nsbench.plugins.metric_options import bind_options, metric_provenance
+from nsbench.plugins.metric_options import bind_options, metric_context, metric_provenance
 from nsbench.plugins.registry import Registry
-from nsbench.plugins.types import ClipSource, DatasetSpec, EngineSpec, MetricSpec, UserError, reported_values
+from nsbench.plugins.errors import UserError
+from nsbench.plugins.records import ClipSource
+from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec, reported_values
 
 
 @dataclass(frozen=True)
@@ -77,14 +79,17 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     engines = select_engines(list(config.engines), registry) if config.engines else []
     named_metrics = select_metrics(list(config.metrics), registry) if config.metrics else []
     chosen = conditions.resolve(list(config.conditions), registry.conditions)  # a missing codec stops the run here
-    sources = dataset.clips(dict(config.dataset_options))[: config.limit]
+    dataset_options = config.dataset_options(registry.datasets.get(dataset.name).plugin)  # its own flags only
+    sources = dataset.clips(dataset_options)[: config.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
     engines = [declared_by_flags(spec, config, registry) for spec in engines or select_engines([], registry, sources)]
-    metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources), dict(config.dataset_options), registry)
+    metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources),
+                                           lambda metric: config.plugin_flags(registry.metrics.get(metric.name).plugin),
+                                           metric_context(registry, config.use_cache, config.rerun))
     dataset = dataclasses.replace(dataset, headline_metric=no_reference.headline(
         layout.headline(dataset.headline_metric), [value.name for value in reported_values(metrics)], sources))
-    shared = shared_facts(config, dataset, sources, metrics, metric_options)
+    shared = shared_facts(config, dataset.describe(dataset_options), sources, metrics, metric_options)
     if chosen:  # each clip once per condition, a cell each
         dataset = dataclasses.replace(dataset, cell_keys=conditions.with_condition_cells(dataset.cell_keys))
         store = (str(cache.cache_root()), not config.rerun) if config.use_cache else None
@@ -101,11 +106,11 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
                    streaming.blocks_from(config), run_cache, identities if run_cache else {}, shared)
 
 
-def shared_facts(config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
+def shared_facts(config: RunConfig, description: Any, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
                  metric_options: Mapping[str, Any]) -> dict[str, Any]:
     """What every ``<engine>.json`` of the run holds alike."""
     return {
-        "dataset_description": dataset.describe(dict(config.dataset_options)),
+        "dataset_description": description,
         "reference_use": no_reference.reference_use(sources, metrics, reported_values(metrics)),
         # Workers share the cores: wall-clock RTF grows with contention, CPU RTF far less.
         "provenance": {**provenance.collect(list(config.argv)), "jobs": config.jobs, **metric_provenance(metric_options)},

@@ -14,7 +14,8 @@ from typing import Iterator, Mapping, Protocol, Sequence
 
 from nsbench.run.clips import run_clip
 from nsbench.run.engine_run import ENGINE_FAULTS, EngineHolder, EngineRun, NeedsEngine, NeedsScores, Outcome
-from nsbench.plugins.types import ClipSource, UserError
+from nsbench.plugins.errors import UserError
+from nsbench.plugins.records import ClipSource
 
 
 class Executor(Protocol):

@@ -12,7 +12,9 @@ from nsbench.run import checks
 from nsbench.run.engine_run import EngineRun, NeedsScores
 from nsbench.store.cache import Cache
 from nsbench.store.reference import ReferenceAudio, ReferenceFeatures, reference_key
-from nsbench.plugins.types import Clip, ClipRecord, MetricInputs, MetricSpec, MetricUndefined, PooledValue
+from nsbench.plugins.errors import MetricUndefined
+from nsbench.plugins.records import Clip, ClipRecord, MetricInputs
+from nsbench.plugins.specs import MetricSpec, PooledValue
 
 
 def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, record: ClipRecord) -> None:

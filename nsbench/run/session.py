@@ -10,7 +10,7 @@ from nsbench.run.interrupts import Interrupted
 from nsbench.run.plan import RunPlan
 from nsbench.run.runner import Executor
 from nsbench.report.writer import ResultsWriter
-from nsbench.plugins.types import EngineSpec
+from nsbench.plugins.specs import EngineSpec
 
 
 @dataclass

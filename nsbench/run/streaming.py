@@ -4,7 +4,7 @@ A real-time suppressor gets one small block at a time (128 samples in a Web
 Audio worklet, 10 ms in a call) and must keep its state between blocks, with
 frames that need not line up with the blocks. With ``--block-size N`` (samples
 at the clip's rate) or ``--block-ms``, every engine that offers a stream
-(``Engine.stream()``, see nsbench.plugins.types) is fed the clip in blocks:
+(``Engine.stream()``, see nsbench.plugins.engine) is fed the clip in blocks:
 
     block -> soxr.ResampleStream to the engine's rate, paced -> stream.process
           -> the declared delay dropped -> soxr.ResampleStream back -> output
@@ -43,7 +43,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import soxr
@@ -52,15 +52,10 @@ from nsbench.audio.files import RESAMPLE_QUALITY, fit_length
 from nsbench.audio.blocks import arrays_equal, spans
 from nsbench.store.cache import digest, nsbench_digest
 from nsbench.audio.sdr import si_sdr
-from nsbench.plugins.types import ClipError, UserError
+from nsbench.plugins.engine import Stream
+from nsbench.plugins.errors import ClipError, UserError
 
 IDENTICAL = "identical"
-
-
-class Stream(Protocol):
-    def process(self, block: np.ndarray) -> np.ndarray: ...
-
-    def flush(self) -> np.ndarray: ...
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

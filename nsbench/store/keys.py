@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.plugins.types import Clip
+from nsbench.plugins.records import Clip
 from nsbench.store.digests import code_digest, code_files, digest, files_content_digest, json_text, nsbench_digest
 
 FORMAT_VERSION = 1

@@ -1,6 +1,6 @@
 """A test stand-in for a user's rnnoise_demo build with a different delay:
 ``rnnoise_demo_extra_frame.py IN.pcm OUT.pcm`` behaves like
-``nsbench.tools.rnnoise_demo`` but its output comes one frame (480 samples at
+``nsbench.builtin.engines.rnnoise_demo`` but its output comes one frame (480 samples at
 48 kHz) later, and it writes the same number of samples."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for nsbench
 
-from nsbench.tools.rnnoise_demo import FRAME, denoise, load_library  # noqa: E402
+from nsbench.builtin.engines.rnnoise_demo import FRAME, denoise, load_library  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

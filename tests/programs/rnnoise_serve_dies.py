@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for nsbench
 
-from nsbench.tools import rnnoise_demo  # noqa: E402
+from nsbench.builtin.engines import rnnoise_demo  # noqa: E402
 
 
 class DiesMidClip(io.RawIOBase):

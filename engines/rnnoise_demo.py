@@ -1,4 +1,4 @@
-"""``python -m nsbench.tools.rnnoise_demo IN.pcm OUT.pcm``: xiph's ``rnnoise_demo``
+"""``python -m nsbench.builtin.engines.rnnoise_demo IN.pcm OUT.pcm``: xiph's ``rnnoise_demo``
 on the RNNoise library bundled in PyPI ``pyrnnoise``.
 
 The files are raw signed 16-bit little-endian mono at 48 kHz. Like
@@ -13,7 +13,7 @@ One deliberate difference: the C demo converts float to ``short`` by plain
 assignment (truncation toward zero; out of range is undefined and wraps on
 x86). We also truncate, but clip to the int16 range instead of wrapping.
 
-``python -m nsbench.tools.rnnoise_demo --serve`` is the same program serving
+``python -m nsbench.builtin.engines.rnnoise_demo --serve`` is the same program serving
 clip after clip over stdin/stdout, so a worker starts Python once rather than
 once per clip (``SERVE_PROTOCOL`` below). Its output samples are the per-clip
 program's.
@@ -190,8 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"rnnoise_demo: {error}", file=sys.stderr)
             return 1
     if len(args) != 2:
-        print("usage: python -m nsbench.tools.rnnoise_demo <noisy speech> <output denoised>\n"
-              "       python -m nsbench.tools.rnnoise_demo --serve", file=sys.stderr)
+        print("usage: python -m nsbench.builtin.engines.rnnoise_demo <noisy speech> <output denoised>\n"
+              "       python -m nsbench.builtin.engines.rnnoise_demo --serve", file=sys.stderr)
         return 1
     source, target = args
     try:

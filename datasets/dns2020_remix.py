@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from nsbench.plugins.types import ClipError
-from nsbench.store import atomic
+from nsbench import ClipError
+from nsbench.adapters import write_audio_atomically
 
 # Bump when the remix or its file format changes: it is part of the cache key.
 REMIXER_VERSION = 1
@@ -100,7 +100,7 @@ def remix_key(clean_bytes: bytes, noisy_bytes: bytes, snr_db: float) -> str:
 
 
 def default_cache_folder() -> Path:
-    from nsbench.store.cache import cache_root
+    from nsbench.adapters import cache_root
 
     return cache_root() / "remix"
 
@@ -152,4 +152,4 @@ def read_like_picovoice(data: bytes, name: str | Path) -> tuple[np.ndarray, int]
 
 
 def write_atomically(path: Path, samples: np.ndarray, rate: int) -> None:
-    atomic.write_audio(path, samples, rate, subtype="PCM_16", format="WAV")
+    write_audio_atomically(path, samples, rate, subtype="PCM_16", format="WAV")

@@ -16,9 +16,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import soundfile
 
-from nsbench.audio.files import load_pair
-from nsbench.plugins.types import ClipSource, UserError
-from nsbench.store import atomic
+from nsbench.adapters import staged_folder, load_pair
+from nsbench import ClipSource, UserError
 
 # libsndfile's SFC_SET_ADD_PEAK_CHUNK (sndfile.h). A float WAV otherwise carries a
 # PEAK chunk stamped with the time of writing: the same seed would not give the
@@ -53,7 +52,7 @@ def within_peak_limit(clean: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray,
 def generate(folder: Path, entries: Sequence[Mapping[str, Any]], make_clip: Callable[[Mapping[str, Any]], MadeClip], rate: int) -> None:
     """Write every planned clip to ``folder`` atomically (a temporary folder, then a rename)."""
     # Losing the rename to another process is fine once its folder is whole: theirs is equal.
-    with atomic.staged_folder(folder, done=lambda there: (there / "manifest.json").is_file()) as staging:
+    with staged_folder(folder, done=lambda there: (there / "manifest.json").is_file()) as staging:
         manifest = []
         for entry in entries:
             made = make_clip(entry)

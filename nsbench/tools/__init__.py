@@ -1,1 +1,0 @@
-"""Small programs nsbench runs as subprocesses (``python -m nsbench.tools.NAME``)."""
