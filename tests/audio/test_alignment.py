@@ -6,7 +6,7 @@ import pytest
 
 from nsbench.audio.alignment import estimate_lag
 
-from conftest import tone_and_noise
+from tests.helpers.audio import tone_and_noise
 
 
 def shifted(audio: np.ndarray, lag: int) -> np.ndarray:

@@ -21,7 +21,7 @@ from nsbench.audio.files import resample
 from nsbench.builtin.metrics.sisdr import si_sdr
 from nsbench.cli import main
 
-from conftest import tone_and_noise, write_wav
+from tests.helpers.audio import tone_and_noise, write_wav
 
 RATE = 16000
 ENGINES = ("passthrough", "speex")

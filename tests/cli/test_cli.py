@@ -12,7 +12,9 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.report.tables import TABLE_COLUMNS, fmt, fmt_value
 
-from conftest import REPO_ROOT, add_plugin_to_the_cli, make_folder_dataset, tone_and_noise, write_wav
+from tests.helpers.audio import make_folder_dataset, tone_and_noise, write_wav
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.plugins import add_plugin_to_the_cli
 
 EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
 ENGINE_KEYS = {

@@ -10,7 +10,7 @@ from nsbench.report.compare import comparison_summary
 from nsbench.text import plural
 from nsbench.plugins.types import UserError
 
-from conftest import make_folder_dataset, write_wav
+from tests.helpers.audio import make_folder_dataset, write_wav
 
 
 def test_plural():

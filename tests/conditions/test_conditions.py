@@ -17,7 +17,8 @@ from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.plugins.types import Clip, ClipSource, UserError
 
-from conftest import add_plugin_to_the_cli, make_folder_dataset
+from tests.helpers.audio import make_folder_dataset
+from tests.helpers.plugins import add_plugin_to_the_cli
 
 RATE = 16000
 

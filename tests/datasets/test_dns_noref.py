@@ -21,7 +21,7 @@ from nsbench.builtin.datasets import dns2020_blind, dns2020_real
 from nsbench.cli import main
 from nsbench.plugins.types import UserError
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
 RATE = 16000
 # Real names from the set, the awkward ones: YouTube ids starting with "-" or
 # holding "_" and "-", a category word inside an id, Microsoft names with "-".

@@ -20,7 +20,7 @@ from nsbench.builtin.datasets import dns2020, voicebank
 from nsbench.cli import main
 from nsbench.plugins.types import ClipError, UserError
 
-NAMES_FILE = Path(__file__).parent / "data" / "dns2020_noisy_names.txt"
+NAMES_FILE = Path(__file__).resolve().parents[1] / "data" / "dns2020_noisy_names.txt"
 NOISY_NAMES = NAMES_FILE.read_text().split()
 PICOVOICE_PATTERN = re.compile(r"clnsp\d+_(.+)_snr\d+_tl-\d+_fileid_(\d+)\.wav")
 RATE = 16000

@@ -24,7 +24,7 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.types import EngineSpec
 
-from conftest import add_plugin_to_the_cli
+from tests.helpers.plugins import add_plugin_to_the_cli
 
 RATE = 16000
 SECONDS = 1.0

@@ -28,7 +28,7 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.types import MetricInputs, MetricUndefined, UserError
 
-from conftest import add_plugin_to_the_cli
+from tests.helpers.plugins import add_plugin_to_the_cli
 
 MUSDB_RATE = 44100
 TRACKS = ("Al James - Schoolboy Facination", "The Easton Ellises (Baumi) - SDRNR")

@@ -21,9 +21,10 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.types import EngineSpec
 
-from conftest import add_plugin_to_the_cli, make_folder_dataset
-from test_datasets_dns_voicebank import NOISY_NAMES, make_dns, make_voicebank
-from test_datasets_musdb_bio_fuss import SNR_ITEMS, TRACKS, make_musdb, write_bio_set
+from tests.helpers.audio import make_folder_dataset
+from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.datasets.test_dns_voicebank import NOISY_NAMES, make_dns, make_voicebank
+from tests.datasets.test_musdb_bio_fuss import SNR_ITEMS, TRACKS, make_musdb, write_bio_set
 
 QUICK = ["--engine", "passthrough", "--quiet", "--no-html", "--no-plots", "--jobs", "1", "--no-cache"]
 

@@ -17,7 +17,7 @@ from nsbench.synth.speech import SENTENCES, VOICES, speak
 
 SR = 16000
 N_4S = 4 * SR
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _frames(x: np.ndarray, win: int, hop: int) -> np.ndarray:

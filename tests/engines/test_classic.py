@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 
-from engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
+from tests.helpers.engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
 from nsbench.audio.alignment import estimate_lag
 from nsbench.builtin.engines import koala
 from nsbench.builtin.engines.speex_ns import SpeexNoiseSuppression

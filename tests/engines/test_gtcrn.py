@@ -9,7 +9,7 @@ import importlib
 import numpy as np
 import pytest
 
-from engine_checks import assert_improves_and_aligned, run_builtin, stationary_sources
+from tests.helpers.engine_checks import assert_improves_and_aligned, run_builtin, stationary_sources
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.manager import get_plugin_manager
@@ -104,7 +104,7 @@ def test_the_framing_reconstructs_exactly_with_an_identity_model():
 @needs_gtcrn
 def test_a_changed_model_file_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(gtcrn, "MODEL_SHA256", "0" * 64)
-    from conftest import make_folder_dataset
+    from tests.helpers.audio import make_folder_dataset
 
     data = make_folder_dataset(tmp_path / "d", count=1)
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "gtcrn",
@@ -146,7 +146,7 @@ def test_the_package_is_never_imported():
     import subprocess
     import sys
 
-    from conftest import REPO_ROOT
+    from tests.helpers.paths import REPO_ROOT
 
     code = ("import sys, importlib; g = importlib.import_module('nsbench.builtin.engines.gtcrn'); "
             "e = g.build({}); import numpy as np; e.process(np.zeros(1000, np.float32)); "

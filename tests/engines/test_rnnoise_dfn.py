@@ -16,8 +16,8 @@ from nsbench.audio.files import resample
 from nsbench.builtin.engines import deepfilternet, rnnoise
 from nsbench.plugins.types import ClipSource, UserError
 
-from conftest import REPO_ROOT
-from engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
 
 EXTRA_FRAME_PROGRAM = REPO_ROOT / "tests" / "programs" / "rnnoise_demo_extra_frame.py"
 FLAG = "--rnnoise-demo-path"

@@ -17,8 +17,8 @@ from nsbench.report.tables import file_stem
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import UserError
 
-from conftest import REPO_ROOT
-from test_runner import metrics, sources
+from tests.helpers.paths import REPO_ROOT
+from tests.run.test_runner import metrics, sources
 
 sys.path.insert(0, str(REPO_ROOT))
 from examples import python_model  # noqa: E402

@@ -1,10 +1,10 @@
 """The golden score table: every score of every engine and metric on a subset
 of the synthetic demo set, as computed before the metric stage was sped up
-(issue 13). tests/test_golden_scores.py recomputes it and compares.
+(issue 13). tests/metrics/test_golden_scores.py recomputes it and compares.
 
 Regenerate (only when a score is meant to change, and say why in the commit):
 
-    NSBENCH_CACHE=/tmp/nsbench-golden python tests/golden_scores.py
+    NSBENCH_CACHE=/tmp/nsbench-golden python tests/helpers/golden_scores.py
 
 It writes tests/data/golden_scores.json. Engines that need an argument, a key
 or a network (python, command, koala) and unavailable ones are left out, and so
@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-GOLDEN_PATH = Path(__file__).resolve().parent / "data" / "golden_scores.json"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GOLDEN_PATH = Path(__file__).resolve().parents[1] / "data" / "golden_scores.json"
 # The dataset the table was computed on: the synthetic set, named "demo"
 # then and "demo-tts" since the default demo speaks with real voices (issue 11).
 DATASET = "demo-tts"

@@ -18,12 +18,12 @@ import pytest
 import soundfile
 from scipy import stats as scipy_stats
 
-from conftest import make_folder_dataset
+from tests.helpers.audio import make_folder_dataset
 from nsbench.cli import main
 from nsbench.listen import collect as collect_module
 from nsbench.listen import design, stats, stimuli
-from test_cli import EXAMPLE_PLUGIN
-from test_html_report import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS, browser_missing
+from tests.cli.test_cli import EXAMPLE_PLUGIN
+from tests.report.test_html_report import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS, browser_missing
 
 ENGINES = ["passthrough", "spectral-subtraction", "speex"]
 needs_browser = pytest.mark.skipif(bool(browser_missing()), reason=browser_missing() or "browser present")

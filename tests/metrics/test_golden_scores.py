@@ -23,7 +23,7 @@ import json
 
 import pytest
 
-import golden_scores
+from tests.helpers import golden_scores
 
 CLIP_INDICES = (0, 24, 25)  # white_snr-5_0, music-only_0, clean-voice_0
 # DNSMOS and the speech-gated levels were added after the table was made (issue 24);

@@ -262,7 +262,7 @@ def test_stoi_and_estoi_in_a_fresh_process_equal_the_values_here(tmp_path):
         f"clean, output = np.load({str(tmp_path / 'clean.npy')!r}), np.load({str(tmp_path / 'output.npy')!r})\n"
         f"for extended in (False, True): print(repr(m.stoi(clean, output, {SR}, extended=extended)))\n"
     )
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     result = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == here
@@ -368,7 +368,7 @@ def test_fast_stoi_equals_pystoi_on_real_recordings(extended):
     pytest.importorskip("pystoi")
     import soundfile
 
-    from conftest import SHARED_AUDIO
+    from tests.helpers.paths import SHARED_AUDIO
 
     if not (SHARED_AUDIO / "speech").is_dir():
         pytest.skip(f"no shared recordings at {SHARED_AUDIO}")
@@ -456,7 +456,7 @@ def test_scoring_stoi_never_imports_pystoi_or_scipy_signal():
         "    m.stoi(clean, clean + rng.standard_normal(rate * 2), rate, extended=True)\n"
         "print(sorted(name for name in sys.modules if name.startswith(('pystoi', 'scipy.signal'))))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1], timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert result.stdout.strip() == "[]", result.stdout
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from conftest import REPO_ROOT, SHARED_AUDIO, write_wav
+from tests.helpers.audio import write_wav
+from tests.helpers.paths import REPO_ROOT, SHARED_AUDIO
 from nsbench import model_files
 from nsbench.cli import main
 from nsbench.plugins.manager import get_plugin_manager

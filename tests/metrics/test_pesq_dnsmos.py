@@ -19,7 +19,7 @@ from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.plugins.types import MetricInputs, MetricUndefined, UserError
 
-from conftest import REPO_ROOT
+from tests.helpers.paths import REPO_ROOT
 
 pesq_metric = importlib.import_module("nsbench.builtin.metrics.pesq_metric")
 dnsmos = importlib.import_module("nsbench.builtin.metrics.dnsmos")

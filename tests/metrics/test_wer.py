@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from conftest import SHARED_AUDIO, add_plugin_to_the_cli
+from tests.helpers.paths import SHARED_AUDIO
+from tests.helpers.plugins import add_plugin_to_the_cli
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import TranscriptStore, normalise_transcript, word_error_rate

@@ -18,7 +18,7 @@ import pytest
 
 from nsbench.cli import main
 
-from conftest import REPO_ROOT
+from tests.helpers.paths import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 # What the wheel is built from (copied: building in place would leave build/ in the checkout).

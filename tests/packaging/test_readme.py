@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import REPO_ROOT
+from tests.helpers.paths import REPO_ROOT
 
 
 def quick_start_commands() -> list[str]:

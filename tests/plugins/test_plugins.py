@@ -16,7 +16,7 @@ from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.plugins.types import EngineSpec, UserError
 
-from conftest import REPO_ROOT
+from tests.helpers.paths import REPO_ROOT
 
 EXAMPLE_PLUGIN = REPO_ROOT / "examples" / "spectral_subtraction_plugin.py"
 
@@ -185,7 +185,7 @@ def test_every_hook_is_tested_and_documented():
     hooks = [name for name, value in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(value, "nsbench_spec")]
     assert set(hooks) == {"register_engines", "register_datasets", "register_metrics", "register_conditions", "register_recognisers", "add_arguments"}
     readme = (REPO_ROOT / "README.md").read_text()
-    test_sources = "".join(p.read_text() for p in (REPO_ROOT / "tests").glob("test_*.py") if p.name != "test_plugins.py")
+    test_sources = "".join(p.read_text() for p in (REPO_ROOT / "tests").rglob("test_*.py") if p.name != "test_plugins.py")
     for hook in hooks:
         assert f"| `{hook}(" in readme, f"hook {hook} is not in the README hooks table"
         assert hook in test_sources, f"hook {hook} is not exercised by a test outside test_plugins.py"

@@ -10,7 +10,7 @@ from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.testing import ConformanceError, check_dataset, check_engine, check_metric
 
-from conftest import make_folder_dataset
+from tests.helpers.audio import make_folder_dataset
 
 REGISTRY = build_registry(get_plugin_manager(load_entry_points=False))
 # Koala needs an AccessKey checked online; the python: and command: families

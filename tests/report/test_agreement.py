@@ -108,7 +108,7 @@ def test_two_engines_give_no_rank_correlation_and_no_pair_gives_nothing():
 def test_a_run_with_dnsmos_and_intrusive_metrics_reports_their_agreement(tmp_path, monkeypatch):
     pytest.importorskip("speechmos")
     from nsbench.cli import main
-    from test_no_reference import write_set
+    from tests.run.test_no_reference import write_set
 
     monkeypatch.setenv("NSBENCH_CACHE", str(tmp_path / "cache"))
     names = ["a.wav", "b.wav", "c.wav"]

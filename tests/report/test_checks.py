@@ -12,7 +12,7 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.types import EngineSpec
 
-from conftest import add_plugin_to_the_cli
+from tests.helpers.plugins import add_plugin_to_the_cli
 
 LAG = 160  # 10 ms at 16 kHz: one frame of a typical engine
 # The demo's first 26 clips: the 24 noisy cells (4 noise categories x 6 SNRs), one music-only, one clean-voice clip.

@@ -11,8 +11,8 @@ from nsbench.report.compare import EXIT_REGRESSION, compare_results, parse_toler
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.types import EngineSpec, UserError
 
-from conftest import add_plugin_to_the_cli
-from conftest import make_folder_dataset
+from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.audio import make_folder_dataset
 
 METRICS = ["--metric", "si_sdri", "--metric", "stoi", "--metric", "music_attenuation_db", "--metric", "rtf_cpu"]
 

@@ -18,8 +18,8 @@ import soundfile
 from nsbench.cli import main
 from nsbench.report.tables import TABLE_COLUMNS, fmt
 
-from conftest import make_folder_dataset
-from test_cli import EXAMPLE_PLUGIN
+from tests.helpers.audio import make_folder_dataset
+from tests.cli.test_cli import EXAMPLE_PLUGIN
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 INSTALL = "apt-get install -y chromium chromium-driver, and pip install -r requirements-test.txt (selenium)"

@@ -18,8 +18,9 @@ from nsbench.report.tables import fmt
 from nsbench.report.terminal import summary_text
 from nsbench.plugins.types import ClipRecord
 
-from conftest import REPO_ROOT, make_folder_dataset
-from test_cli import EXAMPLE_PLUGIN
+from tests.helpers.audio import make_folder_dataset
+from tests.helpers.paths import REPO_ROOT
+from tests.cli.test_cli import EXAMPLE_PLUGIN
 
 METRICS = ["--metric", "si_sdr_input", "--metric", "si_sdr", "--metric", "si_sdri", "--metric", "stoi"]
 
@@ -157,7 +158,7 @@ def test_quiet_and_logged_runs_do_not_import_tqdm():
         "print('tqdm' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[1])
+                          cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == "False" and done.stderr == "nsbench: a message\n"
 
 
@@ -239,7 +240,7 @@ def test_a_row_of_spectrograms_shares_one_colour_scale(tmp_path):
     from PIL import Image
 
     from nsbench.report.spectrograms import draw_row
-    from conftest import tone_and_noise
+    from tests.helpers.audio import tone_and_noise
 
     clean, noise = tone_and_noise(0)
     loud = clean + noise

@@ -10,8 +10,8 @@ import pytest
 
 from nsbench.cli import main
 
-from conftest import make_folder_dataset, tone_and_noise
-from test_parallel import TIMING
+from tests.helpers.audio import make_folder_dataset, tone_and_noise
+from tests.run.test_parallel import TIMING
 
 pytest.importorskip("distributed")
 
@@ -46,7 +46,7 @@ def run_in_subprocess(argv: list[str], expected_code: int = 0, **env: str) -> No
     import subprocess
     import sys
 
-    from conftest import REPO_ROOT
+    from tests.helpers.paths import REPO_ROOT
 
     result = subprocess.run([sys.executable, "benchmark.py", *argv], cwd=REPO_ROOT, env={**os.environ, **env},
                             capture_output=True, text=True, timeout=600)
@@ -124,7 +124,7 @@ def test_ctrl_c_during_a_dask_run_stops_it_cleanly(tmp_path):
     import sys
     import time
 
-    from conftest import REPO_ROOT
+    from tests.helpers.paths import REPO_ROOT
 
     data = make_folder_dataset(tmp_path / "data", 30, seconds=0.5, name="utt{index:02d}")
     plugin = tmp_path / "quieter_plugin.py"

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import REPO_ROOT
+from tests.helpers.paths import REPO_ROOT
 
 DASK = str(Path(sys.executable).with_name("dask"))
 START_TIMEOUT = 60.0  # a loaded machine starts a scheduler in seconds, not minutes

@@ -24,7 +24,8 @@ from nsbench.builtin.datasets import demo
 from nsbench.external import PrivateFolder
 from nsbench.plugins.types import ClipError, UserError
 
-from conftest import REPO_ROOT, tone_and_noise, write_wav
+from tests.helpers.audio import tone_and_noise, write_wav
+from tests.helpers.paths import REPO_ROOT
 
 
 @pytest.mark.parametrize("clip_id", ["../../../etc/passwd", "/etc/passwd", "noisy/../../x", "..", "", 3])

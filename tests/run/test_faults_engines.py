@@ -37,11 +37,12 @@ from nsbench.plugins.hookspecs import hookimpl
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import EngineSpec
 
-from conftest import add_plugin_to_the_cli, tone_and_noise, write_wav
-from engine_checks import run_builtin, stationary_sources
-from test_engines_rnnoise_dfn import shell_program
-from test_runner import engine_spec, metrics, sources
-from test_user_models import command, engine
+from tests.helpers.audio import tone_and_noise, write_wav
+from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.engine_checks import run_builtin, stationary_sources
+from tests.engines.test_rnnoise_dfn import shell_program
+from tests.run.test_runner import engine_spec, metrics, sources
+from tests.engines.test_user_models import command, engine
 
 PYTHON = shlex.quote(sys.executable)
 

@@ -22,7 +22,8 @@ import pytest
 
 from nsbench.report.tables import file_stem
 
-from conftest import REPO_ROOT, tone_and_noise, write_wav
+from tests.helpers.audio import tone_and_noise, write_wav
+from tests.helpers.paths import REPO_ROOT
 
 CLIPS = 8
 SLOW_PLUGIN = '''

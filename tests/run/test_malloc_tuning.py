@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # A clip's worth of scoring temporaries, made and freed 40 times; prints the
 # page faults of the last 30 rounds (the first rounds warm up either way).

@@ -20,7 +20,7 @@ from nsbench.audio.files import read_audio
 from nsbench.cli import main
 from nsbench.plugins.types import Clip, ClipSource, MetricSpec
 
-DEMO_AUDIO = Path(__file__).resolve().parents[1] / "datasets" / "demo_audio"
+DEMO_AUDIO = Path(__file__).resolve().parents[2] / "datasets" / "demo_audio"
 RATE = 16000
 SECONDS = 2.0
 

@@ -15,7 +15,8 @@ import pytest
 
 from nsbench.cli import main
 
-from conftest import REPO_ROOT, make_folder_dataset
+from tests.helpers.audio import make_folder_dataset
+from tests.helpers.paths import REPO_ROOT
 
 QUIET = ["--jobs", "1", "--no-plots"]
 

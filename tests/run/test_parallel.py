@@ -16,8 +16,8 @@ from nsbench.cli import main
 from nsbench.run.executors import ProcessPool
 from nsbench.run.runner import run_engine
 
-from conftest import make_folder_dataset, tone_and_noise, write_wav
-from test_runner import engine_spec, in_memory_source, metrics
+from tests.helpers.audio import make_folder_dataset, tone_and_noise, write_wav
+from tests.run.test_runner import engine_spec, in_memory_source, metrics
 
 TIMING = {"rtf_cpu", "rtf_wall"}
 

@@ -14,7 +14,7 @@ from nsbench.run.checks import residual_lag, speech_band
 from nsbench.plugins.types import Clip
 
 RATE = 16000
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "audio" / "speech"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "audio" / "speech"
 
 
 def split_at(audio: np.ndarray, hertz: float) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ from nsbench.plugins.registry import build_registry
 from nsbench.run.runner import run_engine
 from nsbench.plugins.types import MEASURED, Clip, ClipSource, EngineSpec, UserError
 
-from conftest import tone_and_noise, write_wav
+from tests.helpers.audio import tone_and_noise, write_wav
 
 
 def in_memory_source(clip_id: str, noisy: np.ndarray, clean: np.ndarray, rate: int = 16000) -> ClipSource:

@@ -12,8 +12,9 @@ import pytest
 import scipy.signal
 import soxr
 
-from conftest import add_plugin_to_the_cli, make_folder_dataset, tone_and_noise
-from engine_checks import MAX_LAG, stationary_sources
+from tests.helpers.audio import make_folder_dataset, tone_and_noise
+from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.engine_checks import MAX_LAG, stationary_sources
 from nsbench.store import cache
 from nsbench.run import streaming
 from nsbench.audio.alignment import estimate_lag
@@ -276,7 +277,7 @@ def test_builtin_engines_that_cannot_stream_offer_no_stream(name):
 
 
 def test_rnnoise_with_a_users_demo_program_cannot_stream(tmp_path):
-    from test_engines_rnnoise_dfn import python_program
+    from tests.engines.test_rnnoise_dfn import python_program
 
     from nsbench.builtin.engines import rnnoise
 

@@ -23,7 +23,8 @@ import pytest
 from nsbench.store import cache
 from nsbench.cli import main
 
-from conftest import REPO_ROOT, make_folder_dataset, tone_and_noise
+from tests.helpers.audio import make_folder_dataset, tone_and_noise
+from tests.helpers.paths import REPO_ROOT
 
 CLIPS = 8
 PLUGIN = textwrap.dedent(
