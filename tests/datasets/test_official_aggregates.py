@@ -11,9 +11,7 @@ import statistics
 from pathlib import Path
 
 import numpy as np
-import pystoi
 import pytest
-import scipy.stats
 import soundfile
 import soxr
 
@@ -22,10 +20,13 @@ from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.types import EngineSpec
 
 from tests.helpers.audio import make_folder_dataset
+from tests.helpers.lazy import LazyModule
 from tests.helpers.plugins import add_plugin_to_the_cli
 from tests.datasets.test_dns_voicebank import NOISY_NAMES, make_dns, make_voicebank
 from tests.datasets.test_musdb_bio_fuss import SNR_ITEMS, TRACKS, make_musdb, write_bio_set
 
+pystoi = LazyModule("pystoi")
+scipy = LazyModule("scipy")
 QUICK = ["--engine", "passthrough", "--quiet", "--no-html", "--no-plots", "--jobs", "1", "--no-cache"]
 
 

@@ -18,10 +18,11 @@ from nsbench.run.runner import run_engine
 from nsbench.plugins.types import UserError
 
 from tests.helpers.paths import REPO_ROOT
+from tests.helpers.lazy import LazyModule
 from tests.run.test_runner import metrics, sources
 
 sys.path.insert(0, str(REPO_ROOT))
-from examples import python_model  # noqa: E402
+python_model = LazyModule("examples.python_model")  # it imports scipy.signal: ~2 s of every collection
 
 
 def engine(name: str, **options):

@@ -16,14 +16,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile
-from scipy import stats as scipy_stats
 
 from tests.helpers.audio import make_folder_dataset
 from nsbench.cli import main
-from nsbench.listen import collect as collect_module
-from nsbench.listen import design, stats, stimuli
+from nsbench.listen import design
 from tests.cli.test_cli import EXAMPLE_PLUGIN
 from tests.report.test_html_report import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS, browser_missing
+from tests.helpers.lazy import LazyModule
+
+# These import scipy.stats and scipy.signal (2-3 s); loaded when a test first uses them, not at collection.
+collect_module = LazyModule("nsbench.listen.collect")
+stats = LazyModule("nsbench.listen.stats")
+stimuli = LazyModule("nsbench.listen.stimuli")
+scipy_stats = LazyModule("scipy.stats")
 
 ENGINES = ["passthrough", "spectral-subtraction", "speex"]
 needs_browser = pytest.mark.skipif(bool(browser_missing()), reason=browser_missing() or "browser present")

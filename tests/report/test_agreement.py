@@ -13,7 +13,9 @@ import pytest
 from nsbench.report import agreement
 from nsbench.plugins.types import ClipRecord, MetricSpec
 
-scipy_stats = pytest.importorskip("scipy.stats")
+from tests.helpers.lazy import LazyModule
+
+scipy_stats = LazyModule("scipy.stats", skip_if_missing=True)
 
 
 @pytest.mark.parametrize("seed", range(8))

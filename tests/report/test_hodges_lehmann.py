@@ -8,10 +8,13 @@ import math
 
 import numpy as np
 import pytest
-import scipy.stats
 
 from nsbench.report import signed_rank
 from nsbench.report.summary import paired_difference
+
+from tests.helpers.lazy import LazyModule
+
+scipy = LazyModule("scipy")
 
 
 def brute_hodges_lehmann(d):

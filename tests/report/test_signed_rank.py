@@ -9,7 +9,9 @@ import pytest
 
 from nsbench.report.signed_rank import EXACT_MAX, FLIPS_MAX, wilcoxon_p
 
-stats = pytest.importorskip("scipy.stats")
+from tests.helpers.lazy import LazyModule
+
+stats = LazyModule("scipy.stats", skip_if_missing=True)
 
 
 def scipy_p(differences: np.ndarray) -> float:

@@ -3,6 +3,7 @@ cluster of real worker processes; a scheduler that does not answer; a worker
 that dies."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import textwrap
 
@@ -13,7 +14,8 @@ from nsbench.cli import main
 from tests.helpers.audio import make_folder_dataset, tone_and_noise
 from tests.run.test_parallel import TIMING
 
-pytest.importorskip("distributed")
+# Looked up, not imported: importing distributed costs ~1 s of every collection.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="distributed is not installed")
 
 # A plugin given by file path: the workers cannot import it, so it goes by value.
 PLUGIN = textwrap.dedent(

@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 import pytest
-import scipy.signal
 import soxr
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise
@@ -26,6 +25,9 @@ from nsbench.plugins.registry import build_registry
 from nsbench.run.runner import run_engine
 from nsbench.run.streaming import Blocks
 from nsbench.plugins.types import Clip, ClipSource, EngineSpec
+from tests.helpers.lazy import LazyModule
+
+scipy = LazyModule("scipy")
 
 BLOCK_SIZES = (128, 160, 441, 1000)
 STREAMABLE_BUILTINS = ("webrtc", "speex", "deepfilternet", "rnnoise", "gtcrn")
