@@ -23,7 +23,7 @@ from tests.helpers.audio import make_folder_dataset
 from tests.helpers.lazy import LazyModule
 from tests.helpers.plugins import add_plugin_to_the_cli
 from tests.datasets.test_dns_voicebank import NOISY_NAMES, make_dns, make_voicebank
-from tests.datasets.test_musdb_bio_fuss import SNR_ITEMS, TRACKS, make_musdb, write_bio_set
+from tests.helpers.dataset_layouts import SNR_ITEMS, TRACKS, make_musdb, write_bio_set
 
 pystoi = LazyModule("pystoi")
 scipy = LazyModule("scipy")
