@@ -22,7 +22,7 @@ from nsbench.plugins.types import EngineSpec
 from tests.helpers.audio import make_folder_dataset
 from tests.helpers.lazy import LazyModule
 from tests.helpers.plugins import add_plugin_to_the_cli
-from tests.datasets.test_dns_voicebank import NOISY_NAMES, make_dns, make_voicebank
+from tests.helpers.dns_layouts import NOISY_NAMES, make_dns, make_voicebank
 from tests.helpers.dataset_layouts import SNR_ITEMS, TRACKS, make_musdb, write_bio_set
 
 pystoi = LazyModule("pystoi")
