@@ -50,3 +50,7 @@ def assert_improves_and_aligned(outcomes: Sequence[Outcome], sources: Sequence[C
 
 def mean_gain(outcomes: Sequence[Outcome]) -> float:
     return float(np.mean([o.record.scores["si_sdri"] for o in outcomes]))
+
+
+def delays(outcomes) -> set[str]:
+    return {o.record.delay for o in outcomes}

@@ -40,7 +40,7 @@ from nsbench.plugins.types import EngineSpec
 from tests.helpers.audio import tone_and_noise, write_wav
 from tests.helpers.plugins import add_plugin_to_the_cli
 from tests.helpers.engine_checks import run_builtin, stationary_sources
-from tests.engines.test_rnnoise_dfn import shell_program
+from tests.helpers.programs import shell_program
 from tests.run.test_runner import engine_spec, metrics, sources
 from tests.engines.test_user_models import command, engine
 

@@ -279,7 +279,7 @@ def test_builtin_engines_that_cannot_stream_offer_no_stream(name):
 
 
 def test_rnnoise_with_a_users_demo_program_cannot_stream(tmp_path):
-    from tests.engines.test_rnnoise_dfn import python_program
+    from tests.helpers.programs import python_program
 
     from nsbench.builtin.engines import rnnoise
 

@@ -1,5 +1,6 @@
-"""RNNoise (as an rnnoise_demo program per clip) and DeepFilterNet3 on the
-demo-tts set's stationary cells, plus the ways a user's rnnoise_demo can go wrong."""
+"""RNNoise (as an rnnoise_demo program per clip, or the default program served
+once for every clip) on the demo-tts set's stationary cells, plus the ways a
+user's rnnoise_demo can go wrong."""
 from __future__ import annotations
 
 import shlex
@@ -13,27 +14,18 @@ import psutil
 import pytest
 
 from nsbench.audio.files import resample
-from nsbench.builtin.engines import deepfilternet, rnnoise
+from nsbench.builtin.engines import rnnoise
 from nsbench.plugins.types import ClipSource, UserError
 
 from tests.helpers.paths import REPO_ROOT
-from tests.helpers.engine_checks import assert_improves_and_aligned, mean_gain, run_builtin, stationary_sources
+from tests.helpers.engine_checks import assert_improves_and_aligned, delays, mean_gain, run_builtin
+from tests.helpers.programs import python_program, shell_program
+
 
 EXTRA_FRAME_PROGRAM = REPO_ROOT / "tests" / "programs" / "rnnoise_demo_extra_frame.py"
+
+
 FLAG = "--rnnoise-demo-path"
-
-
-def shell_program(folder: Path, name: str, body: str) -> Path:
-    """A shell script to pass as --rnnoise-demo-path."""
-    path = folder / name
-    path.write_text(f"#!/bin/sh\nexport PYTHONPATH={shlex.quote(str(REPO_ROOT))}\n{body}\n")
-    path.chmod(0o755)
-    return path
-
-
-def python_program(folder: Path, name: str, target: str, before: str = "") -> Path:
-    """Runs ``python target IN OUT`` (target: a script path or ``-m module``), after ``before``."""
-    return shell_program(folder, name, f'{before}\nexec {shlex.quote(sys.executable)} {target} "$@"')
 
 
 def on_second_call(folder: Path, action: str) -> str:
@@ -41,15 +33,6 @@ def on_second_call(folder: Path, action: str) -> str:
     run is the engine's calibration probe, the second the first clip."""
     count = shlex.quote(str(folder / "calls"))
     return f'n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 )); echo "$n" > {count}\nif [ "$n" -eq 2 ]; then {action}; fi'
-
-
-def delays(outcomes) -> set[str]:
-    return {o.record.delay for o in outcomes}
-
-
-@pytest.fixture(scope="module")
-def stationary(demo_tts_sources) -> list[ClipSource]:
-    return stationary_sources(demo_tts_sources)
 
 
 @pytest.fixture(scope="module")
@@ -182,36 +165,9 @@ def test_a_timeout_that_is_not_positive_is_refused(timeout):
         rnnoise.build({"rnnoise_timeout": timeout})
 
 
-def test_deepfilternet_improves_and_is_aligned(stationary):
-    outcomes = run_builtin("deepfilternet", stationary)
-    assert_improves_and_aligned(outcomes, stationary)
-    assert delays(outcomes) == {"1440 samples at 48000 Hz"}
-
-
-def test_deepfilternet_starts_each_clip_fresh_and_loads_the_model_in_prepare(stationary):
-    """The same clip twice gives the same output (no state carried over), and the
-    model loading that a fresh state costs happens in prepare(), outside the timer."""
-    audio = resample(stationary[0].load().noisy[:16000], 16000, deepfilternet.SAMPLE_RATE)
-    engine = deepfilternet.build({})
-    try:
-        first = engine.process(audio)  # the state built with the engine
-        start = time.process_time()
-        engine.prepare()
-        loading = time.process_time() - start
-        start = time.process_time()
-        second = engine.process(audio)
-        processing = time.process_time() - start
-    finally:
-        engine.close()
-    assert len(first) == len(audio) and np.any(first)
-    np.testing.assert_array_equal(first, second)
-    # Loading takes 0.35-0.55 s of CPU; a second of audio about 0.2 s.
-    assert loading > 0.2 and processing < loading, (loading, processing)
-
-
-# ------------------------------------------------- the served default program
-
 TOOL = [sys.executable, "-m", "nsbench.tools.rnnoise_demo"]
+
+
 DIES_PROGRAM = REPO_ROOT / "tests" / "programs" / "rnnoise_serve_dies.py"
 
 
