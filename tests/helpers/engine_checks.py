@@ -54,3 +54,7 @@ def mean_gain(outcomes: Sequence[Outcome]) -> float:
 
 def delays(outcomes) -> set[str]:
     return {o.record.delay for o in outcomes}
+
+
+def registry():
+    return build_registry(get_plugin_manager(load_entry_points=False))
