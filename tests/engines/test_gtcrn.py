@@ -38,7 +38,7 @@ def engine():
 
 @needs_gtcrn
 def test_improves_and_is_aligned_on_the_stationary_cells(demo_tts_sources):
-    """The bar every engine meets (tests/engine_checks.py): SI-SDRi above 0.5 dB on
+    """The bar every engine meets (tests/helpers/engine_checks.py): SI-SDRi above 0.5 dB on
     every white/pink 0 and 5 dB clip, lag 0 once the declared 256 samples are removed."""
     sources = stationary_sources(demo_tts_sources)
     assert_improves_and_aligned(run_builtin("gtcrn", sources), sources)

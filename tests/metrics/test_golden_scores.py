@@ -1,11 +1,11 @@
 """Every score of every engine and metric on a demo subset equals the golden
 table computed before the metric stage was sped up (issue 13), within the
-tolerance per engine and metric that tests/golden_scores.py states and
+tolerance per engine and metric that tests/helpers/golden_scores.py states and
 justifies (issue 22).
 
 The fast STOI/ESTOI, the shared reference features and the ESTOI noise taken
 from one stream run the same floating-point operations in the same order as
-before (tests/test_metrics.py checks them step by step against pystoi's own),
+before (tests/metrics/test_metrics.py checks them step by step against pystoi's own),
 so on one machine the table is met to the last bit; across machines numpy,
 OpenBLAS, onnxruntime and the engines' libraries choose their kernels by CPU,
 hence the tolerances. An engine of the table that is not installed here is
@@ -14,7 +14,7 @@ left out; one that is, and is not in the table, is not checked.
 To stay within the suite's time, the test takes three of the table's clips (a
 noisy one, a music-only one, a clean-voice one) and leaves out DNSMOS, which
 costs about a second per clip and engine and shares nothing with the metric
-stage's changes; ``python tests/golden_scores.py`` recomputes the whole table.
+stage's changes; ``python tests/helpers/golden_scores.py`` recomputes the whole table.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from tests.helpers import golden_scores
 
 CLIP_INDICES = (0, 24, 25)  # white_snr-5_0, music-only_0, clean-voice_0
 # DNSMOS and the speech-gated levels were added after the table was made (issue 24);
-# tests/test_noref_panel.py holds them to their references.
+# tests/metrics/test_noref_panel.py holds them to their references.
 LEFT_OUT = ("dnsmos_sig", "dnsmos_bak", "dnsmos_ovrl", "dnsmos_p808", "vad_voice_level_db", "vad_attenuation_db")
 
 

@@ -474,7 +474,7 @@ def test_halving_engine_reads_minus_6_db_on_both():
     music = np.where(clean == 0, rng(31).standard_normal(clean.size), 0.0)
     noisy = clean + music
     x = inputs(0.5 * noisy, clean, noisy)
-    # numpy sums in float64: 1e-9 dB covers any kernel's order (tests/golden_scores.py)
+    # numpy sums in float64: 1e-9 dB covers any kernel's order (tests/helpers/golden_scores.py)
     assert levels.voice_level_metric(x) == pytest.approx(HALF_DB, abs=1e-9)
     assert levels.music_attenuation_metric(x) == pytest.approx(HALF_DB, abs=1e-9)
     assert levels.voice_level_metric(x) == pytest.approx(HALF_DB, abs=1e-9)

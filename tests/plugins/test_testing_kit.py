@@ -14,7 +14,7 @@ from tests.helpers.audio import make_folder_dataset
 
 REGISTRY = build_registry(get_plugin_manager(load_entry_points=False))
 # Koala needs an AccessKey checked online; the python: and command: families
-# need the user's model (tests/test_user_models.py runs them).
+# need the user's model (tests/engines/test_user_models.py runs them).
 NOT_HERE = {"koala", "python", "command"}
 BUILTIN_ENGINES = [record.spec.name for record in REGISTRY.engines if record.spec.name not in NOT_HERE and record.available]
 

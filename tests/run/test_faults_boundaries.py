@@ -1,8 +1,8 @@
 """Boundaries: what other people's lists and programs may not do.
 
 Covered elsewhere: command engines never go through a shell, a path with
-spaces, quotes or ; stays one argument (test_user_models.py); FUSS list
-entries leaving the data folder are refused (test_datasets_musdb_bio_fuss.py);
+spaces, quotes or ; stays one argument (tests/engines/test_user_models.py); FUSS list
+entries leaving the data folder are refused (tests/datasets/test_fuss.py);
 an interrupted run leaves no temporary file (test_faults_interrupts.py).
 MUSDB18, DNS 2020, VoiceBank and Biodenoising find their files by listing
 folders, never by reading paths from a file (Biodenoising's JSON lists are

@@ -3,12 +3,12 @@ summary counts it.
 
 Already covered elsewhere, not repeated here:
 - raises, NaN, wrong length, dtype, type or shape; rebuilt after raising;
-  cannot start (test_runner.py);
+  cannot start (tests/run/test_runner.py);
 - a command that exits non-zero, is killed by SIGSEGV, hangs past its timeout
   or writes nothing, and the next clip runs in a fresh process; arguments
-  never go through a shell (test_user_models.py);
+  never go through a shell (tests/engines/test_user_models.py);
 - an rnnoise program that segfaults or hangs, and the next clip runs
-  (test_engines_rnnoise_dfn.py).
+  (tests/engines/test_rnnoise.py).
 
 Here: a command or rnnoise program writing garbage, prepare() and rebuild
 failures, sys.exit() inside a model, one engine hitting many faults through
