@@ -17,7 +17,7 @@ So the common rates (8, 16, 24, 32 and 48 kHz: filters of at most
   ``acc += x_run * tap``: the same products, added in the same order, each
   rounded once (no fused multiply-add, as in scipy's generic x86-64 build).
 
-tests/test_octave_resample.py compares the output with pystoi's own
+tests/metrics/test_octave_resample.py compares the output with pystoi's own
 ``resample_oct`` bit for bit. Other rates (44.1 kHz and its kin need filters
 of ~32,000 taps, where one numpy call per tap would be slower than scipy) go
 through pystoi's own call, ``resample_poly``, and pay the import.

@@ -4,7 +4,7 @@ What this module exports (``__all__``) is the plugin API, versioned by
 ``PLUGIN_API`` and documented in docs/plugins.md ("Reference"); with ``nsbench.adapters`` (the helpers adapter authors share:
 loading pairs, resampling, frame streams, running a program, the cache
 folder) it is all a plugin needs, and all the built-in adapters use
-(tests/test_public_api.py checks). Both are listed in docs/adapters.md. The
+(tests/plugins/test_public_api.py checks). Both are listed in docs/adapters.md. The
 rest of nsbench (records such as ClipRecord, the run loop, the cache) is
 internal and may change. Only light modules are imported here: ``import
 nsbench`` costs numpy and pluggy, never an engine's package.

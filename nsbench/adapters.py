@@ -2,7 +2,7 @@
 
 An engine, dataset, metric or condition imports ``nsbench`` (the records and
 specs it builds, ``hookimpl``) and this module, nothing deeper: the built-in
-adapters do exactly that (tests/test_public_api.py checks), so these helpers
+adapters do exactly that (tests/plugins/test_public_api.py checks), so these helpers
 are the ones they were written with. Each name is listed in ``EXPORTS`` with
 the module that defines it and its purpose, one line; docs/adapters.md lists
 them too. What is not exported here or in ``nsbench.__all__`` is internal and

@@ -23,7 +23,7 @@ engines give no rank correlation (n/a, with the count).
 
 Spearman is computed here (average ranks, then Pearson's r of the ranks),
 without importing scipy.stats (see nsbench/report/signed_rank.py for why);
-tests/test_agreement.py holds it to ``scipy.stats.spearmanr``.
+tests/report/test_agreement.py holds it to ``scipy.stats.spearmanr``.
 """
 from __future__ import annotations
 

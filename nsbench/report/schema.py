@@ -3,7 +3,7 @@
 The schema is the one description of the file: the writer validates every
 payload against it before writing (nsbench.report.model.validated), and
 docs/results.md's field table is generated from it (``python -m
-nsbench.report.schema``; tests/test_results_schema.py checks the two agree).
+nsbench.report.schema``; tests/report/test_schema.py checks the two agree).
 The validator covers the subset of JSON Schema used here: ``type`` (one or a
 list), ``properties``, ``required``, ``additionalProperties``, ``items``.
 """

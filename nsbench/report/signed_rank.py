@@ -16,7 +16,7 @@ scipy's "auto" picks, for n differences (zeros included):
 One deliberate difference: all-zero differences give p = 1.0 ("not
 distinguishable") for every n >= 1, where scipy gives NaN.
 
-tests/test_signed_rank.py compares the p-values with scipy's on generated
+tests/report/test_signed_rank.py compares the p-values with scipy's on generated
 samples of every kind (ties, zeros, each branch's edges).
 """
 from __future__ import annotations

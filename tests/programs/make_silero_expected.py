@@ -1,5 +1,5 @@
 """Writes tests/data/silero_vad_expected.json: Silero VAD's speech probabilities
-made by the silero-vad package's own wrapper, for tests/test_noref_panel.py.
+made by the silero-vad package's own wrapper, for tests/metrics/test_noref_panel.py.
 
 nsbench runs the model without torch; this script runs the package's own
 Python code (``load_silero_vad(onnx=True)``, ``OnnxWrapper.audio_forward``,

@@ -1,0 +1,2 @@
+"""Plain helpers the tests import (``from tests.helpers.audio import ...``);
+the fixtures stay in tests/conftest.py, where pytest finds them."""

@@ -1,0 +1,168 @@
+"""--executor dask: the same numbers as a serial run and --jobs 2 on a local
+cluster of real worker processes; a scheduler that does not answer; a worker
+that dies."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import textwrap
+
+import pytest
+
+from nsbench.cli import main
+
+from tests.helpers.audio import make_folder_dataset, tone_and_noise
+from tests.run.test_parallel import TIMING
+
+# Looked up, not imported: importing distributed costs ~1 s of every collection.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="distributed is not installed")
+
+# A plugin given by file path: the workers cannot import it, so it goes by value.
+PLUGIN = textwrap.dedent(
+    """
+    import os
+    from nsbench.plugins.hookspecs import hookimpl
+    from nsbench.plugins.specs import EngineSpec
+
+    class Quieter:
+        sample_rate, delay = 16000, 0
+        def process(self, audio):
+            if len(audio) == int(os.environ.get("DIE_ON_LENGTH", "-1")):
+                os._exit(1)  # a crash in native code, as far as the worker can tell
+            return 0.7 * audio
+        def close(self):
+            pass
+
+    @hookimpl
+    def register_engines(register):
+        register(EngineSpec(name="quieter", factory=lambda options: Quieter(), description="0.7x", sample_rate=16000, delay=0))
+    """
+)
+
+
+def run_in_subprocess(argv: list[str], expected_code: int = 0, **env: str) -> None:
+    """A Dask run in its own process: a local cluster leaves multiprocessing's
+    resource tracker running as a child of the process that started it, which
+    later tests that count their children would see."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers.paths import REPO_ROOT
+
+    result = subprocess.run([sys.executable, "benchmark.py", *argv], cwd=REPO_ROOT, env={**os.environ, **env},
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == expected_code, result.stderr
+
+
+def rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def without_timing(row):
+    return row["clip_id"], {k: v for k, v in row["scores"].items() if k not in TIMING}, row["undefined"], row["error"], row["flags"]
+
+
+def test_serial_jobs_and_a_local_dask_cluster_give_identical_numbers(tmp_path):
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(PLUGIN)
+    common = ["--plugin", str(plugin), "--engine", "quieter", "--engine", "speex", "--limit", "8", "--no-cache",
+              "--quiet", "--no-plots", "--no-html"]
+    runs = {"serial": ["--jobs", "1"], "jobs": ["--jobs", "2"], "dask": ["--executor", "dask", "--jobs", "3"]}
+    for name, flags in runs.items():
+        argv = [*common, *flags, "--results-folder", str(tmp_path / name)]
+        if name == "dask":
+            run_in_subprocess(argv)
+        else:
+            assert main(argv) == 0
+    for engine in ("passthrough", "quieter", "speex"):
+        serial, *others = ([without_timing(row) for row in rows(tmp_path / name / "demo" / f"{engine}.clips.jsonl")] for name in runs)
+        assert len(serial) == 8 and all(row[3] is None for row in serial)
+        assert all(other == serial for other in others), engine
+        summaries = [json.loads((tmp_path / name / "demo" / f"{engine}.json").read_text())["metrics"] for name in runs]
+        for metric in set(summaries[0]) - TIMING:
+            assert summaries[0][metric] == summaries[1][metric] == summaries[2][metric], (engine, metric)
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line_and_nothing_runs(tmp_path, capsys):
+    code = main(["--engine", "speex", "--limit", "2", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9",
+                 "--results-folder", str(tmp_path / "results"), "--quiet", "--no-cache"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("nsbench: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 within ")
+    assert not (tmp_path / "results" / "demo").exists() or not any((tmp_path / "results" / "demo").glob("*.json"))
+
+
+def test_scheduler_without_dask_executor_is_refused(capsys):
+    assert main(["--scheduler", "tcp://127.0.0.1:9", "--limit", "1"]) == 2
+    assert "--scheduler is for --executor dask" in capsys.readouterr().err
+
+
+def test_a_clip_whose_worker_dies_twice_fails_and_the_others_score(tmp_path):
+    """A real worker process exits in the engine on one clip; the scheduler
+    retries that clip once on another worker, then it is recorded as failed."""
+    data = make_folder_dataset(tmp_path / "data", 8, seconds=lambda index: 0.5 + 0.1 * index)
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(PLUGIN)
+    results = tmp_path / "results"
+    run_in_subprocess(["--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder", "--data-folder", str(data),
+                       "--metric", "si_sdr", "--executor", "dask", "--jobs", "2", "--results-folder", str(results),
+                       "--quiet", "--no-plots", "--no-html", "--no-cache"],
+                      expected_code=4,  # every result written; utt2 failed
+                      DIE_ON_LENGTH=str(len(tone_and_noise(2, seconds=0.7)[0])))
+    records = {row["clip_id"]: row for row in rows(results / "folder" / "quieter.clips.jsonl")}
+    assert sorted(records) == [f"utt{index}" for index in range(8)]
+    assert records["utt2"]["error"].startswith("the Dask workers running this clip died, twice or more")
+    # A death counts against the clip that caused it, never against one waiting beside it.
+    assert {clip for clip, row in records.items() if row["error"] is None and "si_sdr" in row["scores"]} == set(records) - {"utt2"}
+
+
+def test_ctrl_c_during_a_dask_run_stops_it_cleanly(tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C: the workers
+    ignore it, the parent stops them, keeps the clips done and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers.paths import REPO_ROOT
+
+    data = make_folder_dataset(tmp_path / "data", 30, seconds=0.5, name="utt{index:02d}")
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(PLUGIN.replace("return 0.7 * audio", "time.sleep(0.3); return 0.7 * audio").replace("import os", "import os, time"))
+    results = tmp_path / "results"
+    command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder",
+               "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--jobs", "2",
+               "--results-folder", str(results), "--quiet", "--no-plots", "--no-html"]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                               start_new_session=True)
+    log = results / "folder" / "quieter.clips.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.is_file() and len(log.read_text().splitlines()) >= 3):
+        assert process.poll() is None and time.monotonic() < deadline, "the run ended or stalled"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert stderr.splitlines()[0].startswith("nsbench: interrupted by SIGINT during quieter, after ")
+    done = rows(log)
+    assert 3 <= len(done) < 30 and all(row["error"] is None for row in done)
+    # The workers end with the run (they may take a moment to notice).
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        left = subprocess.run(["ps", "-o", "pid,etime,args", "-g", str(process.pid)], capture_output=True, text=True).stdout
+        raise AssertionError(f"processes left after the run:\n{left}")
+
+
+def test_no_process_is_left_behind_by_these_tests():
+    import psutil
+
+    assert psutil.Process().children(recursive=True) == []
