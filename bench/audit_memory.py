@@ -6,7 +6,7 @@
 For each size N, a fresh subprocess runs ``nsbench.cli.main`` on the
 generated-clips dataset (bench/generated_clips_plugin.py; speex plus the
 passthrough baseline, default report: plots and report.html, with a cache of
-its own) under tracemalloc, 25 frames deep. Forked ``--jobs`` workers stop
+its own) under tracemalloc, 10 frames deep. Forked ``--jobs`` workers stop
 tracing at once (os.register_at_fork): only the parent is measured. It takes
 
 * a snapshot as the run loop hands the writer the last clip of the last engine
@@ -38,6 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = REPO / "bench" / "generated_clips_plugin.py"
 OURS = tuple(str(REPO / part) for part in ("nsbench", "engines", "datasets", "metrics", "conditions", "bench"))
+FRAMES = 10  # deep enough to reach nsbench code from numpy; 25 made the parent 3x slower
 PHASES = ("listening", "add_comparisons", "plots", "html", "panel_agreement")
 
 
@@ -61,7 +62,7 @@ def child(clips: int, out: Path, extra: list[str]) -> None:
     """One run under tracemalloc; writes the site sizes and phase peaks to ``out``."""
     sys.path.insert(0, str(REPO))
     os.register_at_fork(after_in_child=tracemalloc.stop)
-    tracemalloc.start(25)
+    tracemalloc.start(FRAMES)
     from nsbench.cli import main
     from nsbench.report.writer import ResultsWriter
 
