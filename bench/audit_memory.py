@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """What the parent process holds per clip: tracemalloc at two sizes, diffed.
 
-    python bench/audit_memory.py [--sizes 500,2000] [--jobs 2] [-- extra benchmark flags]
+    python bench/audit_memory.py [--sizes 500,2000] [-- extra benchmark flags]
+    python bench/audit_memory.py --child N OUT.json [-- flags]   # one size, by hand
+    python bench/audit_memory.py --report EXTRA_CLIPS SMALL.json LARGE.json
 
 For each size N, a fresh subprocess runs ``nsbench.cli.main`` on the
 generated-clips dataset (bench/generated_clips_plugin.py; speex plus the
@@ -135,6 +137,10 @@ def report(small: dict, large: dict, extra_clips: int, shown: int = 15) -> None:
 def main() -> int:
     if sys.argv[1:2] == ["--child"]:
         child(int(sys.argv[2]), Path(sys.argv[3]), sys.argv[5:])
+        return 0
+    if sys.argv[1:2] == ["--report"]:  # two children's files, as written by --child N FILE
+        small, large = (json.loads(Path(name).read_text()) for name in sys.argv[3:5])
+        report(small, large, int(sys.argv[2]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="500,2000")

@@ -42,7 +42,16 @@ default --jobs 2, local executor, with cache, --no-plots --no-html; a 2-core
 machine SHARED WITH ~6 OTHER JOBS, load average 3-7, so wall and CPU are
 inflated and noisy; the RSS figures are not):
 
-    see BEFORE below (filled in from the runs of 2 December 2026)
+    clips  wall s  CPU s  clips/s  parent peak MB  tree peak MB  engines' CPU s  harness ms/clip-engine  cache MB  cache files  vs 1,000
+    1,000  204.5   85.9   4.9      472             469           3.4             41.3                    146       9,002        1.00x
+    BEFORE_4000
+
+(The tree's peak is polled, the parent's exact: a polled tree peak under the
+parent's is the poll missing the peak. The engines' own CPU is 4% of the
+total: on 1-second clips with speex nearly all of it is the harness, scoring
+first: STOI/ESTOI, bench/MEMORY_AUDIT.md.) Dask needs ``PYTHONPATH=bench``
+for today's main, which this script sets (bench/generated_clips_plugin.py says
+why); without it the Dask run hangs at 0 clips.
 """
 from __future__ import annotations
 
