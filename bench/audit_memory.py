@@ -45,10 +45,11 @@ PHASES = ("listening", "add_comparisons", "plots", "html", "panel_agreement")
 
 
 def site_of(traceback: tracemalloc.Traceback) -> str:
-    for frame in traceback:  # most recent call first (tracemalloc's default order)
+    # A Traceback runs from the oldest frame to the most recent: search from the end.
+    for frame in reversed(traceback):
         if frame.filename.startswith(OURS):
             return f"{frame.filename[len(str(REPO)) + 1:]}:{frame.lineno}"
-    return f"{traceback[0].filename}:{traceback[0].lineno}"
+    return f"{traceback[-1].filename}:{traceback[-1].lineno}"
 
 
 def by_site(snapshot: tracemalloc.Snapshot) -> dict[str, int]:
