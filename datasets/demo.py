@@ -372,6 +372,7 @@ def register_datasets(register):
         DatasetSpec(
             name="demo",
             clips=clips,
+            default=True,
             description="default demo: real LibriSpeech talkers in stationary, nonstationary, babble and music "
                         "interference at -5..20 dB, music-only and clean clips; bundled recordings, mixed locally",
             cell_keys=("noise", "snr_db"),

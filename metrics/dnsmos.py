@@ -362,5 +362,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             # without a reference run every needs_reference=False metric.
             default=False,
             values={name: description},
+            # The headline on a set without references: OVRL, then P.808, then SIG.
+            headline_without_reference={"dnsmos_ovrl": 1, "dnsmos_p808": 2, "dnsmos_sig": 3}.get(name, 0),
             options=functools.partial(model_options, model),
         ))

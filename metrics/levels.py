@@ -170,6 +170,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ignores="what the output contains: residual noise counts as voice; read it beside the gain",
         needs_voice=True,
         columns={"voice_level_db": Column("voice level", 2, 60)},
+        voice_drop_role="level",
     ))
     register(MetricSpec(
         name="music_attenuation_db",

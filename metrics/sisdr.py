@@ -137,6 +137,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ignores=SCALE_BLIND + "; how good the input already was",
         columns={"si_sdri": Column("SI-SDRi", 2, 30)},
         headline_by_default=True,
+        voice_drop_role="improvement",
     ))
     register(MetricSpec(
         name="snr",

@@ -34,7 +34,7 @@ def build_parser(manager) -> argparse.ArgumentParser:
         description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER.",
     )
     parser.add_argument("--engine", action="append", default=[], help="engine to run (repeatable); default: all available")
-    parser.add_argument("--dataset", default="demo", help="dataset to run on (default: demo, generated locally)")
+    parser.add_argument("--dataset", help="dataset to run on (default: the built-in demo set, generated locally)")
     parser.add_argument("--data-folder", help="root folder of the dataset, where it needs one")
     parser.add_argument("--output-folder", help="save each engine's processed audio here")
     parser.add_argument("--results-folder", default="results", help="where result files go (default: results)")

@@ -87,9 +87,10 @@ def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
     """The clips as the run listed them (its --limit and --condition included)."""
     from nsbench.store import cache
     from nsbench.run import conditions
+    from nsbench.run.plan import dataset_of
 
-    dataset = registry.datasets.require_available(config.dataset).spec
-    sources = dataset.clips(config.dataset_options(registry.datasets.get(config.dataset).plugin))[: config.limit]
+    dataset = dataset_of(config, registry)
+    sources = dataset.clips(config.dataset_options(registry.datasets.get(dataset.name).plugin))[: config.limit]
     chosen = conditions.resolve(list(config.conditions), registry.conditions)
     if chosen:
         sources = conditions.conditioned_sources(sources, chosen, (str(cache.cache_root()), True))

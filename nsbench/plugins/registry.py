@@ -122,6 +122,14 @@ class Registry:
     recognisers: Kind[RecogniserSpec] = field(default_factory=lambda: Kind("recogniser"))
 
 
+def default_dataset(registry: Registry) -> str:
+    """The dataset a run uses without --dataset: the first whose spec says ``default``."""
+    found = next((record.spec.name for record in registry.datasets if record.spec.default), None)
+    if found is None:
+        raise UserError("no dataset is marked default: name one with --dataset")
+    return found
+
+
 def build_registry(manager: pluggy.PluginManager) -> Registry:
     registry = Registry(Kind("engine"), Kind("dataset"), Kind("metric"))
     collect(manager, "register_engines", EngineSpec, registry.engines)

@@ -148,6 +148,8 @@ class DatasetSpec:
     headline_metric: str = ""
     table_metrics: tuple[str, ...] = ()
     pooled_cells: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The set a run uses without --dataset (the built-in demo); at most one should say so.
+    default: bool = False
 
 
 # --------------------------------------------------------------------------- metrics
@@ -240,6 +242,13 @@ class MetricSpec:
     beside_headline: bool = False
     # The headline of a dataset that names none (DatasetSpec.headline_metric ""): si_sdri.
     headline_by_default: bool = False
+    # On a set without references, where no intrusive headline can be computed:
+    # this metric's place among the headline's candidates (1 first; 0: never).
+    headline_without_reference: int = 0
+    # Its part in the voice_level_drop flag (nsbench.run.checks.score_flags): a
+    # clip whose "level" value is below -(--voice-drop-db) while its
+    # "improvement" value is positive (voice_level_db and si_sdri); "": none.
+    voice_drop_role: str = ""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ them per engine, naming the clips.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -143,9 +143,13 @@ def no_reference_flags(output: np.ndarray, clip: Clip) -> list[str]:
     return flags
 
 
-def score_flags(scores: Mapping[str, float], voice_drop_db: float = VOICE_DROP_DB) -> list[str]:
-    """Flags read from the clip's scores (checked only where both were computed)."""
-    if scores.get("voice_level_db", 0.0) < -voice_drop_db and scores.get("si_sdri", 0.0) > 0.0:
+def score_flags(scores: Mapping[str, float], metrics: Sequence[Any], voice_drop_db: float = VOICE_DROP_DB) -> list[str]:
+    """Flags read from the clip's scores: voice_level_drop where the metric
+    whose ``voice_drop_role`` is "level" fell below -voice_drop_db while the
+    "improvement" one is positive (checked only where both were computed)."""
+    role = {metric.voice_drop_role: metric.name for metric in metrics if metric.voice_drop_role}
+    level, improvement = scores.get(role.get("level", ""), 0.0), scores.get(role.get("improvement", ""), 0.0)
+    if level < -voice_drop_db and improvement > 0.0:
         return ["voice_level_drop"]
     return []
 

@@ -21,7 +21,7 @@ class RunConfig:
     (nsbench.cli.build_parser) are the only ones, so the two cannot disagree;
     ``from_args`` is how a RunConfig is made."""
 
-    dataset: str
+    dataset: str | None  # --dataset; None: the registry's default (nsbench.run.plan.dataset_of)
     data_folder: str | None
     engines: tuple[str, ...]  # --engine, in order; empty: every available default engine
     metrics: tuple[str, ...]  # --metric; empty: every available default metric

@@ -25,11 +25,6 @@ from typing import Any, Mapping, Sequence
 from nsbench.plugins.records import ClipSource
 from nsbench.plugins.specs import MetricSpec
 
-# The headline on a set without references, where the dataset's (an intrusive
-# one, si_sdri) cannot be computed: the first of these the run computes.
-NO_REFERENCE_HEADLINES = ("dnsmos_ovrl", "dnsmos_p808", "dnsmos_sig")
-
-
 def clips_without_reference(sources: Sequence[ClipSource]) -> int:
     return sum(not source.has_reference for source in sources)
 
@@ -44,12 +39,15 @@ def default_metrics(available: Sequence[MetricSpec], sources: Sequence[ClipSourc
     return [spec for spec in available if (spec.default and paired) or not spec.needs_reference]
 
 
-def headline(current: str, metric_names: Sequence[str], sources: Sequence[ClipSource]) -> str:
-    """The dataset's headline, or on a set without any reference the first
-    no-reference headline the run computes (the dataset's otherwise)."""
-    if clips_without_reference(sources) < len(sources) or current in metric_names:
+def headline(current: str, metrics: Sequence[MetricSpec], sources: Sequence[ClipSource]) -> str:
+    """The dataset's headline, or on a set without any reference, where it
+    (an intrusive one) cannot be computed, the run's metric that ranks first
+    by ``MetricSpec.headline_without_reference`` (the dataset's otherwise).
+    ``metrics``: the run's values, as reported_values gives them."""
+    if clips_without_reference(sources) < len(sources) or current in {metric.name for metric in metrics}:
         return current
-    return next((name for name in NO_REFERENCE_HEADLINES if name in metric_names), current)
+    ranked = sorted((metric.headline_without_reference, metric.name) for metric in metrics if metric.headline_without_reference)
+    return ranked[0][1] if ranked else current
 
 
 def reference_use(sources: Sequence[ClipSource], metrics: Sequence[MetricSpec], reported: Sequence[MetricSpec]) -> dict[str, Any]:

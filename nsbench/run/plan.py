@@ -22,7 +22,7 @@ from nsbench.run import conditions, no_reference, streaming
 from nsbench.run.config import RunConfig
 from nsbench.report import coverage, layout, provenance
 from nsbench.plugins.metric_options import bind_options, metric_context, metric_provenance
-from nsbench.plugins.registry import Registry
+from nsbench.plugins.registry import Registry, default_dataset
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.records import ClipSource
 from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec, reported_values
@@ -72,7 +72,7 @@ class RunPlan:
 
 def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     """The plan, or UserError for what the flags ask that cannot be done."""
-    dataset = registry.datasets.require_available(config.dataset).spec
+    dataset = dataset_of(config, registry)
     check_arguments(config, dataset)
     # Named engines, metrics and conditions are checked before the clips are
     # listed (a misspelt flag says so at once); the defaults depend on the clips.
@@ -88,7 +88,7 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
                                            lambda metric: config.plugin_flags(registry.metrics.get(metric.name).plugin),
                                            metric_context(registry, config.use_cache, config.rerun))
     dataset = dataclasses.replace(dataset, headline_metric=no_reference.headline(
-        layout.headline(dataset.headline_metric), [value.name for value in reported_values(metrics)], sources))
+        layout.headline(dataset.headline_metric), reported_values(metrics), sources))
     shared = shared_facts(config, dataset.describe(dataset_options), sources, metrics, metric_options)
     if chosen:  # each clip once per condition, a cell each
         dataset = dataclasses.replace(dataset, cell_keys=conditions.with_condition_cells(dataset.cell_keys))
@@ -104,6 +104,11 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     run_cache = cache.Cache(cache.cache_root(), read=not config.rerun) if config.use_cache else None
     return RunPlan(config, registry, dataset, tuple(engines), tuple(sources), tuple(metrics), names,
                    streaming.blocks_from(config), run_cache, identities if run_cache else {}, shared)
+
+
+def dataset_of(config: RunConfig, registry: Registry) -> DatasetSpec:
+    """--dataset's spec, or the default dataset's without it."""
+    return registry.datasets.require_available(config.dataset or default_dataset(registry)).spec
 
 
 def shared_facts(config: RunConfig, description: Any, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],

@@ -33,7 +33,7 @@ def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, re
         if run.cache:
             values[run.identity.checks] = checked
     record.residual_lag, record.lag_unmeasured = checked["residual_lag"], checked["lag_unmeasured"]
-    record.flags = checked["flags"] + checks.score_flags(record.scores, run.voice_drop_db)
+    record.flags = checked["flags"] + checks.score_flags(record.scores, run.metrics, run.voice_drop_db)
     if run.cache and values != stored:
         run.cache.put_scores(key, values)
 

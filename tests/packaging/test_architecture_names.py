@@ -24,13 +24,6 @@ CORE_WORDS = {
 NOT_PLUGINS = {
     ("adapters.py", "si_sdr"), ("adapters.py", "snr"),  # the SI-SDR and SNR functions' export names
 }
-# Left for the helpers who own these modules (issue 23): each entry must go
-# once its module reads the fact from a spec; the test fails on any other.
-KNOWN = {
-    ("flags.py", "demo"),  # the default dataset
-    ("run/checks.py", "voice_level_db"), ("run/checks.py", "si_sdri"),  # the voice-drop flag
-    ("run/no_reference.py", "dnsmos_ovrl"), ("run/no_reference.py", "dnsmos_p808"), ("run/no_reference.py", "dnsmos_sig"),
-}
 
 
 def plugin_names() -> set[str]:
@@ -68,8 +61,7 @@ def test_no_core_module_names_a_builtin_plugin():
         if "builtin" not in path.relative_to(CORE).parts:  # the package the built-ins are imported as
             found |= {(path.relative_to(CORE).as_posix(), name) for name in named_in_code(path, names)}
     found -= NOT_PLUGINS
-    assert found - KNOWN == set(), "core modules naming a plugin: read it from a spec field instead"
-    assert KNOWN - found == set(), "fixed: remove these from KNOWN"
+    assert found == set(), "core modules naming a plugin: read it from a spec field instead"
 
 
 def test_the_check_sees_a_name_in_code_but_not_in_a_docstring(tmp_path):
