@@ -15,6 +15,8 @@ CPU time of each run and the median ratio. Needs a git checkout.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import resource
 import statistics
@@ -73,6 +75,29 @@ def main() -> None:
         for index, what in ((0, "wall"), (1, "CPU")):
             ratios = [b[index] / a[index] for b, a in zip(times["before"], times["after"])]
             print(f"{what}: before over after, median ratio {statistics.median(ratios):.2f}x")
+        print(score_difference(work / "before" / "demo", work / "after" / "demo"))
+
+
+def clip_scores(folder: Path) -> dict[tuple[str, str, str], float]:
+    """(engine file, clip, metric) -> value, from every <engine>.clips.jsonl; timings left out."""
+    found = {}
+    for path in folder.glob("*.clips.jsonl"):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            for metric, value in (record.get("scores") or {}).items():
+                if not metric.startswith("rtf") and isinstance(value, (int, float)):
+                    found[(path.name, f"{record['clip_id']}#{record.get('seed')}", metric)] = float(value)
+    return found
+
+
+def score_difference(before: Path, after: Path) -> str:
+    """Whether the two trees' last runs scored every clip alike: the count and the largest difference."""
+    old, new = clip_scores(before), clip_scores(after)
+    shared = old.keys() & new.keys()
+    largest = max((0.0 if old[key] == new[key] or (math.isnan(old[key]) and math.isnan(new[key]))
+                   else abs(old[key] - new[key]) for key in shared), default=0.0)
+    return (f"scores: {len(shared)} (engine, clip, metric) values in both runs, {len(old.keys() ^ new.keys())} in one only; "
+            f"largest difference {largest:.3g}")
 
 
 if __name__ == "__main__":
