@@ -30,9 +30,11 @@ sys.path.insert(0, str(REPO))
 from nsbench.store import reference  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
-from nsbench.run.runner import EngineHolder, one_blas_thread, process, reference_features  # noqa: E402
+from nsbench.run.clips import one_blas_thread, process  # noqa: E402
+from nsbench.run.engine_run import EngineHolder  # noqa: E402
+from nsbench.run.scoring import reference_features  # noqa: E402
 from nsbench.plugins.records import ENHANCEMENT, MetricInputs  # noqa: E402
-from nsbench.plugins.errors import MetricUndefined
+from nsbench.plugins.errors import MetricUndefined  # noqa: E402
 
 ENGINES = ("passthrough", "speex", "webrtc", "oracle-irm")
 METRIC_FILES = ("sisdr.py", "intelligibility.py", "levels.py", "realtime.py", "demixing.py")
@@ -47,6 +49,19 @@ def before_issue_13() -> str:
     return f"{found}~1"
 
 
+# The modules old metric files import, and where those names live now (issue 23
+# moved the core into packages; the names the metrics use are the public API's).
+OLD_IMPORTS = {b"from nsbench.blocks import": b"from nsbench.adapters import",
+               b"from nsbench.hookspecs import": b"from nsbench import",
+               b"from nsbench.types import": b"from nsbench import"}
+
+
+def on_todays_layout(source: bytes) -> bytes:
+    for old, new in OLD_IMPORTS.items():
+        source = source.replace(old, new)
+    return source
+
+
 def old_metric_functions(revision: str) -> dict:
     """name -> metric function, from the metric modules of ``revision``."""
     folder = Path(tempfile.mkdtemp(prefix="nsbench-old-metrics-"))
@@ -54,7 +69,7 @@ def old_metric_functions(revision: str) -> dict:
     for name in METRIC_FILES:
         source = subprocess.run(["git", "show", f"{revision}:metrics/{name}"], cwd=REPO, capture_output=True, check=True).stdout
         path = folder / f"old_{name}"
-        path.write_bytes(source)
+        path.write_bytes(on_todays_layout(source))
         spec = importlib.util.spec_from_file_location(f"old_{name[:-3]}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

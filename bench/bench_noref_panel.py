@@ -34,9 +34,11 @@ sys.path.insert(0, str(REPO))
 
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
-from nsbench.run.runner import EngineHolder, one_blas_thread, process, reference_features  # noqa: E402
+from nsbench.run.clips import one_blas_thread, process  # noqa: E402
+from nsbench.run.engine_run import EngineHolder  # noqa: E402
+from nsbench.run.scoring import reference_features  # noqa: E402
 from nsbench.plugins.records import MetricInputs  # noqa: E402
-from nsbench.plugins.errors import MetricUndefined
+from nsbench.plugins.errors import MetricUndefined  # noqa: E402
 
 ENGINES = ("passthrough", "speex", "nsnet2", "gtcrn", "rnnoise")
 FAMILIES = {

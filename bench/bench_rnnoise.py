@@ -33,7 +33,8 @@ from nsbench.audio.files import resample  # noqa: E402
 from nsbench.audio.frames import to_int16  # noqa: E402
 from nsbench.plugins.manager import get_plugin_manager  # noqa: E402
 from nsbench.plugins.registry import build_registry  # noqa: E402
-from nsbench.run.runner import EngineHolder, process  # noqa: E402
+from nsbench.run.clips import process  # noqa: E402
+from nsbench.run.engine_run import EngineHolder  # noqa: E402
 from nsbench.builtin.engines import rnnoise_demo  # noqa: E402
 
 DATASET = "demo"  # the default set, real voices since issue 11
