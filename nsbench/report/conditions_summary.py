@@ -7,7 +7,6 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from nsbench.plugins.records import ClipRecord
-
 from nsbench.plugins.specs import MetricSpec
 from nsbench.run.conditions import LABEL, NONE
 
@@ -65,7 +64,7 @@ def report_parts(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[
     headline = headline_of(ordered)
     lines = loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), layout.reference_engine())
     top = ["**Input conditions**: where each engine loses most against its gain under none "
-           f"(per-condition means below).\n\n" + "\n".join(lines)] if lines else []
+           "(per-condition means below).\n\n" + "\n".join(lines)] if lines else []
     section = f"## Per condition\n\n{CONDITIONS_TEXT}\n\n" + markdown_table(condition_rows(ordered))
     return top, [section]
 
