@@ -11,6 +11,7 @@ import pytest
 
 from nsbench.report import signed_rank
 from nsbench.report.baselines import paired_difference
+from nsbench.report.walsh import walsh_averages
 
 from tests.helpers.lazy import LazyModule
 
@@ -23,7 +24,7 @@ def brute_hodges_lehmann(d):
 
 def inside_outside(d, end, inward):
     """Shifts just inside and just outside one end: halfway to the neighbouring distinct Walsh averages."""
-    walsh = np.unique(signed_rank.walsh_averages(d))
+    walsh = np.unique(walsh_averages(d))
     at = int(np.searchsorted(walsh, end))
     neighbour_in, neighbour_out = walsh[at + inward], walsh[at - inward] if 0 <= at - inward < walsh.size else None
     outside = None if neighbour_out is None else (end + neighbour_out) / 2
@@ -61,7 +62,7 @@ def test_equal_differences_use_the_normal_approximation_with_ties():
 
 
 def zero_is_a_walsh_average(d):
-    return bool(np.any(signed_rank.walsh_averages(d) == 0))
+    return bool(np.any(walsh_averages(d) == 0))
 
 
 @pytest.mark.parametrize("rounding", [None, 2])
