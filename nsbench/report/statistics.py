@@ -181,10 +181,11 @@ def resampled_mean_and_median(array: np.ndarray) -> np.ndarray:
     were summed clip by clip in order. Each way is kept, so every digit is."""
     columns, size = array.shape
     estimates = np.empty((2, columns, BOOTSTRAP_RESAMPLES))
+    median = np.median if np.isnan(array).any() else median_without_nan
     if columns == 1:
         for start, indices in quick_resample_blocks(size, block_rows(size)):
             samples = array[0][indices]  # (rows, clips), contiguous: pairwise sums
-            estimates[:, 0, start:start + len(indices)] = samples.mean(axis=1), np.median(samples, axis=1)
+            estimates[:, 0, start:start + len(indices)] = samples.mean(axis=1), median(samples, axis=1)
         return estimates
     group = int(max(1, BLOCK_BYTES // (8 * size)))  # columns whose one resample fits the block
     for start, indices in quick_resample_blocks(size, block_rows(size, min(group, columns))):
@@ -192,7 +193,7 @@ def resampled_mean_and_median(array: np.ndarray) -> np.ndarray:
             part = array[first:first + group]
             samples = part.T[indices.T]  # (clips, rows, group)
             estimates[0, first:first + len(part), start:start + len(indices)] = in_order_sums(samples).T / size
-            estimates[1, first:first + len(part), start:start + len(indices)] = np.median(samples, axis=0).T
+            estimates[1, first:first + len(part), start:start + len(indices)] = median(samples, axis=0).T
     return estimates
 
 
@@ -203,3 +204,14 @@ def in_order_sums(samples: np.ndarray) -> np.ndarray:
     if flat.shape[1] == 1:  # a single sum would reduce pairwise: add a second one
         flat = np.hstack([flat, np.zeros_like(flat)])
     return np.add.reduce(flat, axis=0)[: samples[0].size].reshape(samples.shape[1:])
+
+
+def median_without_nan(samples: np.ndarray, axis: int) -> np.ndarray:
+    """np.median's floats (the middle value, or the mean of the middle two as
+    (a + b) / 2) for values without NaN, from one partition: np.median also
+    places the largest value for its NaN check, a third of its time here."""
+    size = samples.shape[axis]
+    half = size // 2
+    part = np.partition(samples, [half] if size % 2 else [half - 1, half], axis=axis)
+    upper = np.take(part, half, axis=axis)
+    return upper if size % 2 else (np.take(part, half - 1, axis=axis) + upper) / 2

@@ -116,3 +116,11 @@ def test_the_cache_holds_at_most_its_bytes_and_drops_the_least_recently_used():
     assert list(cache.entries) == [("quick", 3), ("quick", 1), ("quick", 4)] and cache.held == 3 * 8000
     cache.put(("quick", 5), np.zeros((1000, 10**4), dtype=np.int64))  # over CACHED_MAX_BYTES: never kept
     assert ("quick", 5) not in cache.entries
+
+
+def test_a_nan_value_gives_the_intervals_np_median_gave():
+    """A NaN in a column: np.median's NaN, not the partition's guess."""
+    columns = columns_of(40, 3, seed=9)
+    columns["m1"][7] = math.nan
+    got, expected = statistics.uncertainty(columns), one_call_uncertainty(columns)
+    assert repr([(got[n]["mean_ci95"], got[n]["median_ci95"]) for n in columns]) == repr([expected[n] for n in columns])
