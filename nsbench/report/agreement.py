@@ -42,17 +42,16 @@ MIN_CLIPS = 3
 
 
 def average_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties sharing their mean rank (scipy.stats.rankdata's "average")."""
+    """Ranks from 1, ties sharing their mean rank (scipy.stats.rankdata's "average").
+    In numpy throughout (a loop over the runs of equal values was a Python
+    step per clip: 100,000 clips x every metric pair)."""
     order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=np.float64)
-    ranks[order] = np.arange(1, len(values) + 1)
     sorted_values = values[order]
-    # Each run of equal values gets the mean of its positions.
+    # Each run of equal values gets the mean of its positions: (start + 1 + end) / 2.
     starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    ends = np.r_[starts[1:], len(values)]
-    for start, end in zip(starts, ends):
-        if end - start > 1:
-            ranks[order[start:end]] = (start + 1 + end) / 2
+    sizes = np.diff(np.r_[starts, len(values)])
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = np.repeat((2 * starts + 1 + sizes) / 2, sizes)
     return ranks
 
 
