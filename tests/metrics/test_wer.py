@@ -367,6 +367,7 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     has no error; on a second run the failures are computed again (a failure
     may pass), the good score comes from the cache."""
     from nsbench.store import cache
+    from nsbench.store.keys import Identity
     from nsbench.builtin.engines.passthrough import Passthrough
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
@@ -397,7 +398,7 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     clip = Clip(clip_id="c", noisy=clean + 0.1, clean=clean, sample_rate=rate)
     spec = EngineSpec(name="passthrough", factory=lambda options: Passthrough(), description="", sample_rate=None, delay=0)
     store = cache.Cache(tmp_path)
-    identity = cache.Identity("engine", {m.name: m.name for m in metrics}, "checks")
+    identity = Identity("engine", {m.name: m.name for m in metrics}, "checks")
     for run in range(2):
         [outcome] = run_engine(EngineRun(spec, {}, metrics, cache=store, identity=identity), [ClipSource("c", lambda: clip)])
         record = outcome.record

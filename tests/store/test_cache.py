@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from nsbench.store import cache, codec
+from nsbench.store.keys import clip_digest
 from nsbench.cli import main
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise
@@ -232,9 +233,9 @@ def test_clip_keys_depend_on_every_sample():
     one = Clip("a", clean + noise, clean, 16000)
     nudged = (clean + noise).copy()
     nudged[1234] = np.nextafter(nudged[1234], np.float32(1))
-    assert cache.clip_digest(one) == cache.clip_digest(Clip("other-id", clean + noise, clean, 16000))
-    assert cache.clip_digest(one) != cache.clip_digest(Clip("a", nudged, clean, 16000))
-    assert cache.clip_digest(one) != cache.clip_digest(Clip("a", clean + noise, clean, 8000))
+    assert clip_digest(one) == clip_digest(Clip("other-id", clean + noise, clean, 16000))
+    assert clip_digest(one) != clip_digest(Clip("a", nudged, clean, 16000))
+    assert clip_digest(one) != clip_digest(Clip("a", clean + noise, clean, 8000))
 
 
 def test_list_cache_shows_where_and_how_big_and_clear_empties_it(setup, tmp_path, monkeypatch, capsys):
