@@ -44,9 +44,9 @@ EXPORTS: dict[str, tuple[str, str, str]] = {
     "STDERR_TAIL_CHARS": ("nsbench.external", "STDERR_TAIL_CHARS", "how much of a program's stderr an error quotes"),
     # The cache folder and digests (datasets that prepare files, engines' fingerprints).
     "cache_root": ("nsbench.store.cache", "cache_root", "where nsbench keeps what it made: $NSBENCH_CACHE, else ~/.cache/nsbench"),
-    "file_digest": ("nsbench.store.cache", "file_digest", "the sha256 of a file's content"),
-    "files_digest": ("nsbench.store.cache", "files_digest", "one digest of several files' contents (an engine's fingerprint)"),
-    "json_text": ("nsbench.store.cache", "json_text", "canonical JSON text of a value (sorted keys), to digest or compare"),
+    "file_digest": ("nsbench.store.digests", "file_digest", "the sha256 of a file's content"),
+    "files_digest": ("nsbench.store.digests", "files_digest", "one digest of several files' contents (an engine's fingerprint)"),
+    "json_text": ("nsbench.store.digests", "json_text", "canonical JSON text of a value (sorted keys), to digest or compare"),
     # Files written whole or not at all (datasets that prepare files).
     "write_json_atomically": ("nsbench.store.atomic", "write_json", "a JSON file written to a temporary name, then renamed: never half-written"),
     "write_audio_atomically": ("nsbench.store.atomic", "write_audio", "an audio file (soundfile.write's options) written whole or not at all"),
@@ -131,7 +131,8 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from nsbench.recognition import built as built_recogniser
     from nsbench.report.provenance import package_versions
     from nsbench.run.conditions import NONE as NO_CONDITION
-    from nsbench.store.cache import cache_root, file_digest, files_digest, json_text
+    from nsbench.store.cache import cache_root
+    from nsbench.store.digests import file_digest, files_digest, json_text
     from nsbench.store.atomic import staged_folder
     from nsbench.store.atomic import write_audio as write_audio_atomically
     from nsbench.store.atomic import write_json as write_json_atomically

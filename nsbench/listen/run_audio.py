@@ -100,6 +100,7 @@ def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
 def output_reader(config: Any, registry: Any, results: list[dict[str, Any]]) -> Callable[[str, str], Output | None]:
     """``read(engine, run_id)``: the output kept in --output-folder, else the cache's, else None."""
     from nsbench.store import cache
+    from nsbench.store.keys import Identity
     from nsbench.report.listening_grid import read_excerpt
     from nsbench.report.model import file_stem
     from nsbench.run.plan import cache_identity
@@ -125,7 +126,7 @@ def output_reader(config: Any, registry: Any, results: list[dict[str, Any]]) -> 
         key = identity(engine, seed)
         if clip is None or key is None:
             return None
-        cached = store.get_output(cache.Identity(key).output_key(clip))
+        cached = store.get_output(Identity(key).output_key(clip))
         return (cached.audio, clip.sample_rate) if cached is not None else None
 
     return read

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.store.cache import digest
+from nsbench.store.digests import digest
 
 IDENTITY_KEY = "run_identity"
 # Files in the folder that are not an engine's result.

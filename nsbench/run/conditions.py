@@ -33,6 +33,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from nsbench.store import cache
+from nsbench.store.digests import code_digest, digest, json_text, nsbench_digest
+from nsbench.store.keys import clip_digest
 from nsbench.plugins.specs import ConditionSpec
 from nsbench.plugins.errors import ClipError, UserError
 from nsbench.plugins.records import Clip, ClipSource
@@ -67,10 +69,10 @@ class Condition:
     def identity(self) -> str:
         """What the conditioned audio depends on besides the clip, for the cache."""
         parts = [
-            f"{spec.name}:{cache.json_text(spec.parameters)}:{spec.reference}:{cache.code_digest(spec.transform)}:{spec_version(spec)}"
+            f"{spec.name}:{json_text(spec.parameters)}:{spec.reference}:{code_digest(spec.transform)}:{spec_version(spec)}"
             for spec in self.specs
         ]
-        return cache.digest("condition", *parts, cache.nsbench_digest(HARNESS_SOURCES))
+        return digest("condition", *parts, nsbench_digest(HARNESS_SOURCES))
 
 
 # The parts of nsbench conditioned audio depends on (application, resampling, alignment).
@@ -147,7 +149,7 @@ def load_conditioned(
     it holds them). A step that fails fails this clip, with the reason."""
     clip = load()
     references = any(step.reference for step in steps)
-    key = cache.digest(identity, cache.clip_digest(clip)) if store else ""
+    key = digest(identity, clip_digest(clip)) if store else ""
     arrays = stored_arrays(store, key)
     if arrays is None:
         arrays = apply_steps(clip, steps)

@@ -14,7 +14,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nsbench.run import checks, streaming
-from nsbench.store.cache import Cache, Identity
+from nsbench.store.cache import Cache
+from nsbench.store.keys import Identity
 from nsbench.plugins.engine import Engine
 from nsbench.plugins.errors import ClipError, UserError
 from nsbench.plugins.records import ClipRecord, ClipSource

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nsbench.store import cache
+from nsbench.store.keys import Identity, checks_identity, engine_identity, metric_identity
 from nsbench.run import conditions, no_reference, streaming
 from nsbench.run.config import RunConfig
 from nsbench.report import coverage, layout, provenance
@@ -66,7 +67,7 @@ class RunPlan:
         """--seeds for a seeded engine; one run (seed None) for the others."""
         return list(self.config.seeds) if self.config.seeds and engine.seeded else [None]
 
-    def cache_identity(self, engine: EngineSpec, options: Mapping[str, Any]) -> cache.Identity:
+    def cache_identity(self, engine: EngineSpec, options: Mapping[str, Any]) -> Identity:
         return cache_identity(engine, options, self.registry, self.metric_identities)
 
 
@@ -195,14 +196,14 @@ def select_metrics(names: list[str], registry: Registry, sources: Sequence[ClipS
 
 def metric_identities(metrics: Sequence[MetricSpec], registry: Registry, options: Mapping[str, Any] = {}) -> dict[str, str]:
     return {
-        metric.name: cache.metric_identity(metric.name, registry.metrics.get(metric.name).version, metric.func,
+        metric.name: metric_identity(metric.name, registry.metrics.get(metric.name).version, metric.func,
                                            options.get(metric.name, {}).get("fingerprint", ""))
         for metric in metrics
     }
 
 
 def cache_identity(engine: EngineSpec, options: Mapping[str, Any], registry: Registry,
-                   metric_identities: Mapping[str, str]) -> cache.Identity:
+                   metric_identities: Mapping[str, str]) -> Identity:
     """What the engine's outputs and scores depend on, besides the clips: the
     engine (name, version, code, fingerprint), the options it reads (its own
     flags, the seed, a lag compensation), and each metric (computed once per run)."""
@@ -211,5 +212,5 @@ def cache_identity(engine: EngineSpec, options: Mapping[str, Any], registry: Reg
     except OSError as error:
         raise UserError(f"cannot read {error.filename} to key the cache: {error.strerror}; try --no-cache") from error
     version = registry.engines.get(engine.name).version
-    engine_key = cache.engine_identity(engine.name, version, engine.factory, fingerprint, options)
-    return cache.Identity(engine_key, metric_identities, cache.checks_identity())
+    engine_key = engine_identity(engine.name, version, engine.factory, fingerprint, options)
+    return Identity(engine_key, metric_identities, checks_identity())

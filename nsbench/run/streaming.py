@@ -50,7 +50,7 @@ import soxr
 
 from nsbench.audio.files import RESAMPLE_QUALITY, fit_length
 from nsbench.audio.blocks import arrays_equal, spans
-from nsbench.store.cache import digest, nsbench_digest
+from nsbench.store.digests import digest, nsbench_digest
 from nsbench.audio.sdr import si_sdr
 from nsbench.plugins.engine import Stream
 from nsbench.plugins.errors import ClipError, UserError

@@ -45,17 +45,6 @@ import numpy as np
 from nsbench.store import atomic, codec, eviction
 from nsbench.store.reference import features_from_npz, features_to_npz
 
-# Defined in nsbench.store.keys and .digests; importable from here too, as
-# they were, for the modules that still do (the built-ins and the run loop).
-from nsbench.store.digests import (  # noqa: F401
-    code_digest, code_files, digest, file_digest, files_content_digest, files_digest, import_time_nodes, imported_modules,
-    json_text, nsbench_digest, source_file,
-)
-from nsbench.store.keys import (  # noqa: F401
-    CHECKS_ENTRY, FORMAT_VERSION, HARNESS_SOURCES, Identity, checks_identity, clip_digest, engine_identity,
-    metric_identity,
-)
-
 ENTRY_FORMAT = 2  # an entry file's layout (the keys stay: format 1 entries are still read)
 OLD_FORMAT_NOTE = ("cache entries of format 1 (raw float32, an older nsbench) found: read as they are, "
                    "and rewritten compactly")

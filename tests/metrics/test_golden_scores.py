@@ -5,7 +5,7 @@ justifies (issue 22).
 
 The fast STOI/ESTOI, the shared reference features and the ESTOI noise taken
 from one stream run the same floating-point operations in the same order as
-before (tests/metrics/test_metrics.py checks them step by step against pystoi's own),
+before (tests/metrics/test_intelligibility.py checks them step by step against pystoi's own),
 so on one machine the table is met to the last bit; across machines numpy,
 OpenBLAS, onnxruntime and the engines' libraries choose their kernels by CPU,
 hence the tolerances. An engine of the table that is not installed here is

@@ -45,12 +45,12 @@ RUN = ["--metric", "wer", "--quiet", "--no-html", "--no-plots", "--jobs", "1"]
 
 @pytest.fixture(autouse=True)
 def fresh_recogniser():
-    """Each test starts with a recogniser built afresh, as a new process would:
-    PocketSphinx's decoder keeps state from one utterance to the next (a 10 dB
-    clip read 0.75 alone and 0.88 after the suite's other WER tests), so the
-    expected figures hold for a first use in a process. Whether the metric
-    itself should build a decoder per clip is left open (it changes every
-    transcript)."""
+    """Each test starts with a recogniser built afresh, as a new process would.
+    PocketSphinx's decoder kept its noise statistics from one utterance to the
+    next (a 10 dB clip read 0.75 alone and 0.88 after the suite's other WER
+    tests); the recogniser now resets them per clip
+    (test_a_noisy_clip_reads_the_same_alone_and_after_another_clip), and this
+    keeps each test's figures independent of the others all the same."""
     from nsbench.recognition import built
 
     built.cache_clear()
@@ -196,6 +196,27 @@ def test_transcripts_are_identical_run_to_run_and_independent_of_order():
     assert second.transcript(a, 16000) == heard == "for the twentieth time that evening the two men shook hands"
 
 
+@needs_shared_audio
+def test_a_noisy_clip_reads_the_same_alone_and_after_another_clip():
+    """PocketSphinx keeps its noise removal's statistics from one utterance to
+    the next: without the reset per clip (wer.PocketSphinx.transcribe) clip B,
+    ARCTIC a0003 with kitchen noise at 10 dB, read differently after clip A
+    (a0001, the same noise) than alone. Clean speech hides it (the test above)."""
+    pytest.importorskip("pocketsphinx")
+    import importlib
+
+    recogniser = importlib.import_module("nsbench.builtin.metrics.wer").PocketSphinx
+    a = arctic("cmu_arctic_aew_a0001_M")
+    a = a + noise_like(a, 10, 16000)
+    b = arctic("cmu_arctic_aew_a0003_M")
+    b = b + noise_like(b, 10, 3 * 16000)
+    alone = recogniser().transcribe(b)
+    after_a = recogniser()
+    after_a.transcribe(a)
+    assert after_a.transcribe(b) == alone
+    assert alone  # some words heard: an empty transcript would pass for any state
+
+
 @pytest.mark.slow
 def test_on_the_demo_wer_grows_as_snr_falls_and_an_oracle_mask_lowers_it():
     """Passthrough on two clips of one noise category at -5 and 10 dB, against
@@ -218,7 +239,9 @@ def test_on_the_demo_wer_grows_as_snr_falls_and_an_oracle_mask_lowers_it():
         return [{"scores": outcome.record.scores} for outcome in outcomes]
 
     passthrough_5, passthrough_10, oracle_5 = wer_of("passthrough", "-5"), wer_of("passthrough", "10"), wer_of("oracle-irm", "-5")
-    assert mean(passthrough_5, "wer") > mean(passthrough_10, "wer") + 0.2
+    # Measured, each clip read as if alone: 1.0 at -5 dB, 0.85 at 10 dB, the oracle 0.15 (with
+    # the noise statistics carried over from clip to clip, as before the reset, the gap was over 0.2).
+    assert mean(passthrough_5, "wer") > mean(passthrough_10, "wer") + 0.1
     assert mean(oracle_5, "wer") < mean(passthrough_5, "wer")
 
 
@@ -231,8 +254,9 @@ def test_wer_grows_as_snr_falls_and_an_oracle_mask_lowers_it(tmp_path):
     Passthrough: the -5 dB WER clearly above the 10 dB one. The ideal ratio
     mask (an oracle, the upper bound) lowers the -5 dB WER. The noisy
     transcripts are computed once: passthrough's output is its input.
-    Measured (kitchen noise): passthrough 0.75 and 0.45 at 10 dB, 1.0 and 1.0
-    at -5 dB; the oracle 0.25 and 0.0 there."""
+    Measured (kitchen noise), each clip read as if alone: passthrough 0.75 and
+    0.64 at 10 dB, 1.0 and 0.91 at -5 dB; the oracle's mean 0.125 there (before
+    the recogniser's reset per clip, the second 10 dB clip read 0.45 after the first)."""
     results = {}
     stems = ("cmu_arctic_aew_a0001_M", "cmu_arctic_aew_a0003_M")  # two clips: PocketSphinx is slow
     for snr_db, engines in ((10, ["passthrough"]), (-5, ["oracle-irm"])):
@@ -244,7 +268,7 @@ def test_wer_grows_as_snr_falls_and_an_oracle_mask_lowers_it(tmp_path):
     passthrough_10, passthrough_5 = (clip_records(results[snr], "passthrough") for snr in (10, -5))
     oracle_5 = clip_records(results[-5], "oracle-irm")
     assert {r["metric_notes"]["wer_reference"] for r in passthrough_5 + oracle_5} == {"dataset"}
-    assert mean(passthrough_5, "wer") > mean(passthrough_10, "wer") + 0.3
+    assert mean(passthrough_5, "wer") > mean(passthrough_10, "wer") + 0.2
     assert mean(oracle_5, "wer") < mean(passthrough_5, "wer") - 0.2
     assert mean(oracle_5, "wer_delta") < 0
     assert mean(oracle_5, "wer_input") == mean(passthrough_5, "wer")  # the same noisy transcripts
@@ -367,6 +391,7 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     has no error; on a second run the failures are computed again (a failure
     may pass), the good score comes from the cache."""
     from nsbench.store import cache
+    from nsbench.store.keys import Identity
     from nsbench.builtin.engines.passthrough import Passthrough
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
@@ -397,7 +422,7 @@ def test_a_failing_metric_fails_alone_and_is_not_cached(tmp_path):
     clip = Clip(clip_id="c", noisy=clean + 0.1, clean=clean, sample_rate=rate)
     spec = EngineSpec(name="passthrough", factory=lambda options: Passthrough(), description="", sample_rate=None, delay=0)
     store = cache.Cache(tmp_path)
-    identity = cache.Identity("engine", {m.name: m.name for m in metrics}, "checks")
+    identity = Identity("engine", {m.name: m.name for m in metrics}, "checks")
     for run in range(2):
         [outcome] = run_engine(EngineRun(spec, {}, metrics, cache=store, identity=identity), [ClipSource("c", lambda: clip)])
         record = outcome.record

@@ -17,6 +17,7 @@ from nsbench.cli import main
 
 from tests.helpers.audio import make_folder_dataset
 from tests.helpers.paths import REPO_ROOT
+from tests.helpers.plugins import HALVING_ENERGY_PLUGIN, logged_pids
 
 QUIET = ["--jobs", "1", "--no-plots"]
 
@@ -221,45 +222,6 @@ def test_a_repeated_run_says_how_many_clips_came_from_the_cache(tmp_path, monkey
     assert json.loads((tmp_path / "r" / "folder" / "speex.json").read_text())["from_cache"] == {"outputs": 3, "runs": 3}
 
 
-PID_METRIC_PLUGIN = textwrap.dedent(
-    """
-    import os
-    import numpy as np
-    from nsbench.plugins.hookspecs import hookimpl
-    from nsbench.plugins.specs import EngineSpec, MetricSpec
-
-    def log(kind):
-        with open(os.environ["PID_LOG"], "a") as file:
-            file.write(f"{kind} {os.getpid()}\\n")
-
-    class Halving:
-        sample_rate, delay = 16000, 0
-        def process(self, audio):
-            log("engine")
-            return 0.5 * audio
-        def close(self):
-            pass
-
-    def energy(inputs):
-        log("metric")
-        return float(np.sum(inputs.output.astype(np.float64) ** 2))
-
-    @hookimpl
-    def register_engines(register):
-        register(EngineSpec(name="halving", factory=lambda options: Halving(), description="halves", sample_rate=16000, delay=0))
-
-    @hookimpl
-    def register_metrics(register):
-        register(MetricSpec(name="energy", func=energy, unit="", higher_is_better=True, description="sum of squares",
-                            ignores="everything", needs_voice=False))
-    """
-)
-
-
-def logged(path: Path, kind: str) -> list[int]:
-    return [int(line.split()[1]) for line in path.read_text().splitlines() if line.startswith(kind)] if path.is_file() else []
-
-
 def clip_scores(results: Path) -> list[tuple[str, dict]]:
     lines = (results / "folder" / "halving.clips.jsonl").read_text().splitlines()
     return [(row["clip_id"], {k: v for k, v in row["scores"].items() if not k.startswith("rtf")}) for row in map(json.loads, lines)]
@@ -269,9 +231,9 @@ def clip_scores(results: Path) -> list[tuple[str, dict]]:
 def cached_outputs(tmp_path, monkeypatch):
     """Two caches holding the halving engine's outputs and si_sdr, but no energy."""
     plugin = tmp_path / "pid_plugin.py"
-    plugin.write_text(PID_METRIC_PLUGIN)
+    plugin.write_text(HALVING_ENERGY_PLUGIN)
     data = make_folder_dataset(tmp_path / "data", 6, seconds=1.0)
-    monkeypatch.setenv("PID_LOG", str(tmp_path / "first.log"))
+    monkeypatch.setenv("CALL_LOG", str(tmp_path / "first.log"))
     common = ["--plugin", str(plugin), "--engine", "halving", "--dataset", "folder", "--data-folder", str(data),
               "--quiet", "--no-plots", "--no-html", "--metric", "si_sdr"]
     for cache in ("serial", "parallel"):
@@ -283,17 +245,17 @@ def cached_outputs(tmp_path, monkeypatch):
 def test_a_new_metric_on_cached_outputs_is_scored_in_the_worker_processes(cached_outputs, monkeypatch):
     tmp_path, common = cached_outputs
     monkeypatch.setenv("NSBENCH_CACHE", str(tmp_path / "cache-parallel"))
-    monkeypatch.setenv("PID_LOG", str(tmp_path / "parallel.log"))
+    monkeypatch.setenv("CALL_LOG", str(tmp_path / "parallel.log"))
     assert main([*common, "--metric", "energy", "--jobs", "2", "--results-folder", str(tmp_path / "parallel")]) == 0
-    pids = logged(tmp_path / "parallel.log", "metric")
+    pids = logged_pids(tmp_path / "parallel.log", "metric")
     assert len(pids) == 6 * 2  # each clip, passthrough and halving
     assert os.getpid() not in pids and len(set(pids)) >= 2  # in the workers, not here
-    assert logged(tmp_path / "parallel.log", "engine") == []  # the outputs came from the cache
+    assert logged_pids(tmp_path / "parallel.log", "engine") == []  # the outputs came from the cache
 
     monkeypatch.setenv("NSBENCH_CACHE", str(tmp_path / "cache-serial"))
-    monkeypatch.setenv("PID_LOG", str(tmp_path / "serial.log"))
+    monkeypatch.setenv("CALL_LOG", str(tmp_path / "serial.log"))
     assert main([*common, "--metric", "energy", "--jobs", "1", "--results-folder", str(tmp_path / "serial")]) == 0
-    assert set(logged(tmp_path / "serial.log", "metric")) == {os.getpid()}
+    assert set(logged_pids(tmp_path / "serial.log", "metric")) == {os.getpid()}
     # The same process's arithmetic on the same cached arrays: exactly equal.
     assert clip_scores(tmp_path / "parallel") == clip_scores(tmp_path / "serial")
     assert all("energy" in scores for _, scores in clip_scores(tmp_path / "parallel"))

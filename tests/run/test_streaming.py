@@ -15,6 +15,7 @@ from tests.helpers.audio import make_folder_dataset, tone_and_noise
 from tests.helpers.plugins import add_plugin_to_the_cli
 from tests.helpers.engine_checks import MAX_LAG, stationary_sources
 from nsbench.store import cache
+from nsbench.store.keys import Identity, checks_identity, engine_identity, metric_identity
 from nsbench.run import streaming
 from nsbench.report import streaming_summary
 from nsbench.audio.alignment import estimate_lag
@@ -69,8 +70,8 @@ def run(spec: EngineSpec, source: ClipSource, blocks: Blocks | None, store: cach
     specs = metric_specs(*metrics)
     identity = None
     if store:
-        digests = {metric.name: cache.metric_identity(metric.name, "1", metric.func) for metric in specs}
-        identity = cache.Identity(cache.engine_identity(spec.name, "1", spec.factory, "", {}), digests, cache.checks_identity())
+        digests = {metric.name: metric_identity(metric.name, "1", metric.func) for metric in specs}
+        identity = Identity(engine_identity(spec.name, "1", spec.factory, "", {}), digests, checks_identity())
     [outcome] = run_engine(EngineRun(spec, {}, specs, cache=store, identity=identity, blocks=blocks), [source])
     assert not outcome.record.failed, outcome.record.error
     return outcome

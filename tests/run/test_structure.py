@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import nsbench
-from nsbench.store import cache
+from nsbench.store.digests import imported_modules
 from nsbench.report import writer as results
 from nsbench.cli import main
 from nsbench.run.config import RunConfig
@@ -20,7 +20,7 @@ NSBENCH = Path(nsbench.__file__).parent
 
 
 def imports_of(module: str) -> set[str]:
-    return set(cache.imported_modules(str(NSBENCH / "run" / f"{module}.py"), f"nsbench.run.{module}"))
+    return set(imported_modules(str(NSBENCH / "run" / f"{module}.py"), f"nsbench.run.{module}"))
 
 
 # Below the run's top (nsbench.run.loop, which chooses the executor once):
@@ -39,7 +39,7 @@ def test_the_run_loop_imports_no_execution_strategy():
 
 def test_the_cli_parses_and_lists_and_the_run_lives_in_run():
     """cli.py hands a RunConfig to nsbench.run.loop; it holds no part of the run."""
-    cli = set(cache.imported_modules(str(NSBENCH / "cli.py"), "nsbench.cli"))
+    cli = set(imported_modules(str(NSBENCH / "cli.py"), "nsbench.cli"))
     assert "nsbench.run.loop" in cli
     assert not cli & {"nsbench.run.runner", "nsbench.run.engine_turn", "nsbench.run.executors", "nsbench.report.summary"}
 

@@ -1,9 +1,9 @@
 """The cache of outputs and scores: keys, checksums, --rerun, --no-cache, and
 resuming a run killed with a real SIGKILL.
 
-The engine and the metric here are a real plugin file that logs each call (the
-clip's length, which differs per clip) to the file named by $CALL_LOG, so the
-tests count exactly what each run computed. The metric also scores the
+The engine and the metric here are a real plugin file (tests.helpers.plugins)
+that logs each call, with the clip's length (which differs per clip), to the
+file named by $CALL_LOG, so the tests count exactly what each run computed. The metric also scores the
 baseline, passthrough, which every run adds: twice per clip."""
 from __future__ import annotations
 
@@ -20,48 +20,14 @@ import numpy as np
 import pytest
 
 from nsbench.store import cache, codec
+from nsbench.store.keys import clip_digest
 from nsbench.cli import main
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise
 from tests.helpers.paths import REPO_ROOT
+from tests.helpers.plugins import HALVING_ENERGY_PLUGIN, logged_lengths
 
 CLIPS = 8
-PLUGIN = textwrap.dedent(
-    """
-    import os, time
-    import numpy as np
-    from nsbench.plugins.hookspecs import hookimpl
-    from nsbench.plugins.specs import EngineSpec, MetricSpec
-
-    def log(kind, length):
-        with open(os.environ["CALL_LOG"], "a") as handle:
-            handle.write(f"{kind} {length}\\n")
-
-    class Halving:
-        sample_rate, delay = 16000, 0
-        def process(self, audio):
-            log("engine", len(audio))
-            time.sleep(float(os.environ.get("ENGINE_SLEEP", "0")))
-            return GAIN * audio
-        def close(self):
-            pass
-
-    def energy(inputs):
-        log("metric", len(inputs.output))
-        return float(np.sum(inputs.output.astype(np.float64) ** 2))
-
-    GAIN = 0.5
-
-    @hookimpl
-    def register_engines(register):
-        register(EngineSpec(name="halving", factory=lambda options: Halving(), description="halves", sample_rate=16000, delay=0))
-
-    @hookimpl
-    def register_metrics(register):
-        register(MetricSpec(name="energy", func=energy, unit="", higher_is_better=True, description="sum of squares",
-                            ignores="everything", needs_voice=False))
-    """
-)
 
 
 @pytest.fixture
@@ -69,7 +35,7 @@ def setup(tmp_path, monkeypatch):
     """A folder dataset whose clips have distinct lengths, the plugin, and the call log."""
     data = make_folder_dataset(tmp_path / "data", CLIPS, seconds=clip_seconds)
     plugin = tmp_path / "halving_plugin.py"
-    plugin.write_text(PLUGIN)
+    plugin.write_text(HALVING_ENERGY_PLUGIN)
     log = tmp_path / "calls.log"
     monkeypatch.setenv("CALL_LOG", str(log))
     return data, plugin, log
@@ -89,12 +55,6 @@ def argv(setup, results: Path, *extra: str) -> list[str]:
             "--data-folder", str(data), "--results-folder", str(results), "--jobs", "1", "--quiet", "--no-plots", "--no-html", *extra]
 
 
-def calls(log: Path, kind: str) -> list[int]:
-    if not log.is_file():
-        return []
-    return [int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith(kind)]
-
-
 def clip_lines(results: Path, engine: str = "halving") -> list[dict]:
     return [json.loads(line) for line in (results / "folder" / f"{engine}.clips.jsonl").read_text().splitlines()]
 
@@ -106,10 +66,10 @@ def scores(results: Path) -> dict[str, dict]:
 def test_a_second_run_computes_nothing_and_gives_the_same_numbers(setup, tmp_path):
     _, _, log = setup
     assert main(argv(setup, tmp_path / "first")) == 0
-    assert sorted(calls(log, "engine")) == sorted(lengths()) and sorted(calls(log, "metric")) == sorted(2 * lengths())
+    assert sorted(logged_lengths(log, "engine")) == sorted(lengths()) and sorted(logged_lengths(log, "metric")) == sorted(2 * lengths())
     log.unlink()
     assert main(argv(setup, tmp_path / "second")) == 0
-    assert calls(log, "engine") == [] and calls(log, "metric") == []
+    assert logged_lengths(log, "engine") == [] and logged_lengths(log, "metric") == []
     first, second = clip_lines(tmp_path / "first"), clip_lines(tmp_path / "second")
     assert [row["from_cache"] for row in first] == [False] * CLIPS and [row["from_cache"] for row in second] == [True] * CLIPS
     note = f"{CLIPS} of {CLIPS} outputs from the cache, with the timings of the run that made them"
@@ -128,7 +88,7 @@ def test_rerun_recomputes_everything_and_no_cache_touches_nothing(setup, tmp_pat
     assert main(argv(setup, tmp_path / "b")) == 0
     log.unlink()
     assert main(argv(setup, tmp_path / "c", "--rerun")) == 0
-    assert sorted(calls(log, "engine")) == sorted(lengths())
+    assert sorted(logged_lengths(log, "engine")) == sorted(lengths())
     assert scores(tmp_path / "a") == scores(tmp_path / "b") == scores(tmp_path / "c")
 
 
@@ -137,7 +97,7 @@ def test_a_new_metric_is_computed_on_the_cached_outputs_without_running_the_engi
     assert main(argv(setup, tmp_path / "first")) == 0
     log.unlink()
     assert main(argv(setup, tmp_path / "second", "--metric", "si_sdri")) == 0
-    assert calls(log, "engine") == [] and calls(log, "metric") == []
+    assert logged_lengths(log, "engine") == [] and logged_lengths(log, "metric") == []
     assert all("si_sdri" in row["scores"] for row in clip_lines(tmp_path / "second"))
 
 
@@ -147,11 +107,11 @@ def test_keys_follow_the_engine_options_and_code_but_not_the_harness_flags(setup
     log.unlink()
     # Where results go, how many jobs, plots: the same outputs.
     assert main(argv(setup, tmp_path / "b", "--limit", "3")) == 0
-    assert calls(log, "engine") == []
+    assert logged_lengths(log, "engine") == []
     # An edited engine: new keys, and its new numbers.
     plugin.write_text(plugin.read_text().replace("GAIN = 0.5", "GAIN = 0.25"))
     assert main(argv(setup, tmp_path / "c")) == 0
-    assert sorted(calls(log, "engine")) == sorted(lengths())
+    assert sorted(logged_lengths(log, "engine")) == sorted(lengths())
     energy_a = scores(tmp_path / "a")["utt0"]["energy"]
     assert scores(tmp_path / "c")["utt0"]["energy"] == pytest.approx(energy_a / 4, rel=1e-6)
 
@@ -168,7 +128,7 @@ def test_keys_follow_an_option_added_by_a_plugin(setup, tmp_path):
     assert main(argv(setup, tmp_path / "a")) == 0
     log.unlink()
     assert main(argv(setup, tmp_path / "b", "--halving-strength", "2")) == 0
-    assert sorted(calls(log, "engine")) == sorted(lengths())
+    assert sorted(logged_lengths(log, "engine")) == sorted(lengths())
 
 
 def halving_entry(root: Path, kind: str, length: int) -> Path:
@@ -198,7 +158,7 @@ def test_a_corrupt_entry_is_detected_removed_and_recomputed(setup, tmp_path, pri
     assert len(warnings) == 1 and warnings[0].endswith(
         f"/{victim.parent.name}/{victim.name}: its checksum does not match its contents; removed and recomputed")
     # Exactly that clip recomputed: its output (engine and metric), or its scores (metric only).
-    assert calls(log, "metric") == [lengths()[3]] and calls(log, "engine") == ([lengths()[3]] if kind == "output" else [])
+    assert logged_lengths(log, "metric") == [lengths()[3]] and logged_lengths(log, "engine") == ([lengths()[3]] if kind == "output" else [])
     assert scores(tmp_path / "first") == scores(tmp_path / "second")
     assert cache.parse_entry(victim.read_bytes())  # rewritten whole
 
@@ -232,9 +192,9 @@ def test_clip_keys_depend_on_every_sample():
     one = Clip("a", clean + noise, clean, 16000)
     nudged = (clean + noise).copy()
     nudged[1234] = np.nextafter(nudged[1234], np.float32(1))
-    assert cache.clip_digest(one) == cache.clip_digest(Clip("other-id", clean + noise, clean, 16000))
-    assert cache.clip_digest(one) != cache.clip_digest(Clip("a", nudged, clean, 16000))
-    assert cache.clip_digest(one) != cache.clip_digest(Clip("a", clean + noise, clean, 8000))
+    assert clip_digest(one) == clip_digest(Clip("other-id", clean + noise, clean, 16000))
+    assert clip_digest(one) != clip_digest(Clip("a", nudged, clean, 16000))
+    assert clip_digest(one) != clip_digest(Clip("a", clean + noise, clean, 8000))
 
 
 def test_list_cache_shows_where_and_how_big_and_clear_empties_it(setup, tmp_path, monkeypatch, capsys):
@@ -269,7 +229,7 @@ def test_a_run_killed_with_sigkill_resumes_computing_only_what_was_missing(setup
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
     done_before = {row["clip_id"] for row in clip_lines(results)}
-    first_engine = calls(log, "engine")
+    first_engine = logged_lengths(log, "engine")
     assert CLIPS // 2 <= len(done_before) < CLIPS
     log.unlink()
 
@@ -281,7 +241,7 @@ def test_a_run_killed_with_sigkill_resumes_computing_only_what_was_missing(setup
     assert {row["clip_id"] for row in rows if row["from_cache"]} >= done_before
     # The resumed run computed only clips not finished before, each once.
     length_of = dict(zip((f"utt{index}" for index in range(CLIPS)), lengths()))
-    again_engine, again_metric = calls(log, "engine"), calls(log, "metric")
+    again_engine, again_metric = logged_lengths(log, "engine"), logged_lengths(log, "metric")
     assert not set(again_engine) & {length_of[clip] for clip in done_before}
     assert not set(again_metric) & {length_of[clip] for clip in done_before}
     # (passthrough, run first, was complete: only halving's clips are scored)

@@ -59,12 +59,13 @@ def clips(demo_sources):
 
 def run_all(registry, clips, cache=None, run_name=""):
     """Each engine's outcomes; with a cache, under an identity of ``run_name``."""
-    from nsbench.store import cache as cache_module
+    from nsbench.store.digests import digest
+    from nsbench.store.keys import Identity
 
     outcomes = {}
     for name in ENGINES:
         spec = registry.engines.get(name).spec
-        identity = cache_module.Identity(cache_module.digest(name, run_name), {m: m for m in METRICS}, "checks") if cache else None
+        identity = Identity(digest(name, run_name), {m: m for m in METRICS}, "checks") if cache else None
         outcomes[name] = list(run_engine(EngineRun(spec, {}, specs(registry.metrics, METRICS), cache=cache, identity=identity), clips))
     return outcomes
 
