@@ -35,6 +35,7 @@ import numpy as np
 from nsbench.report import layout
 from nsbench.report.baselines import clip_values
 from nsbench.plugins.records import ClipRecord
+from nsbench.report.record_table import RecordTable, as_tables
 from nsbench.plugins.specs import MetricSpec
 
 MIN_ENGINES = 3  # two points always rank-correlate by +-1
@@ -76,7 +77,7 @@ def judges_and_intrusive(metrics: Sequence[MetricSpec]) -> tuple[list[MetricSpec
 
 
 def panel_agreement(
-    records: Mapping[str, Sequence[ClipRecord]], metrics: Sequence[MetricSpec], oracles: Sequence[str] = (),
+    records: Mapping[str, RecordTable | Sequence[ClipRecord]], metrics: Sequence[MetricSpec], oracles: Sequence[str] = (),
     baseline: str | None = "",
 ) -> dict[str, Any]:
     """The agreement of every no-reference judge with every intrusive metric
@@ -84,9 +85,11 @@ def panel_agreement(
     ``baseline`` "": the engine that passes its input through (nsbench.report.layout)."""
     if baseline == "":
         baseline = layout.reference_engine()
-    engines = {name: rows for name, rows in records.items() if name not in oracles}
-    values = {name: {m.name: clip_values(rows, m.name) for m in metrics} for name, rows in engines.items()}
+    tables = as_tables(records)
+    engines = {name: table for name, table in tables.items() if name not in oracles}
     judges, intrusive = judges_and_intrusive(metrics)
+    wanted = {m.name for m in [*judges, *intrusive]}
+    values = {name: PerClip(table, [m for m in metrics if m.name in wanted]) for name, table in engines.items()}
     pairs = []
     for judge in judges:
         for other in intrusive:
@@ -100,23 +103,41 @@ def panel_agreement(
             "definition": "Spearman rank correlation, oriented: +1 = the same ranking whatever each metric's direction"}
 
 
+class PerClip:
+    """An engine's value per clip and metric (the mean over seeds), as arrays
+    indexed by clip number; ``common`` gives clips in their ids' sorted order."""
+
+    def __init__(self, table: RecordTable, metrics: Sequence[MetricSpec]):
+        self.pools, size = table.pools, len(table.pools.clips)
+        self.dense = {m.name: clip_values(table, m.name).dense(size) for m in metrics}
+
+    def values(self, metric: str) -> np.ndarray:
+        return self.dense[metric][0]
+
+    def common(self, *others: tuple["PerClip", str]) -> np.ndarray:
+        """Clip numbers with a value for every (engine, metric), sorted as their ids."""
+        present = np.logical_and.reduce([engine.dense[metric][1] for engine, metric in others])
+        clips = np.flatnonzero(present)
+        return clips[np.argsort(self.pools.clips.ranks()[clips], kind="stable")]
+
+
 def pair_agreement(
-    judge: MetricSpec, other: MetricSpec, values: Mapping[str, Mapping[str, Mapping[str, float]]], baseline: str | None,
+    judge: MetricSpec, other: MetricSpec, values: Mapping[str, PerClip], baseline: str | None,
 ) -> dict[str, Any] | None:
     """One judge against one intrusive metric, or None where no clip has both."""
     orient = 1.0 if judge.higher_is_better == other.higher_is_better else -1.0
     means, clip_a, clip_b = {}, [], []
     for engine, by_metric in values.items():
-        common = sorted(set(by_metric[judge.name]) & set(by_metric[other.name]))
-        if not common:
+        common = by_metric.common((by_metric, judge.name), (by_metric, other.name))
+        if not len(common):
             continue
-        a = [by_metric[judge.name][c] for c in common]
-        b = [by_metric[other.name][c] for c in common]
+        a, b = by_metric.values(judge.name)[common], by_metric.values(other.name)[common]
         means[engine] = (float(np.mean(a)), float(np.mean(b)))
-        clip_a += a
-        clip_b += b
+        clip_a.append(a)
+        clip_b.append(b)
     if not means:
         return None
+    clip_a, clip_b = np.concatenate(clip_a), np.concatenate(clip_b)
     by_engine = spearman(*zip(*means.values())) if len(means) >= MIN_ENGINES else math.nan
     by_clip = spearman(clip_a, clip_b) if len(clip_a) >= MIN_CLIPS else math.nan
     return {
@@ -131,7 +152,7 @@ def pair_agreement(
 
 
 def sign_disagreements(
-    judge: MetricSpec, other: MetricSpec, values: Mapping[str, Mapping[str, Mapping[str, float]]], baseline: str | None,
+    judge: MetricSpec, other: MetricSpec, values: Mapping[str, PerClip], baseline: str | None,
 ) -> list[dict[str, Any]]:
     """Engines whose change against the baseline, each oriented so that
     positive is better, is positive on one metric and negative on the other."""
@@ -142,15 +163,14 @@ def sign_disagreements(
     for engine, by_metric in values.items():
         if engine == baseline:
             continue
+        common = by_metric.common((by_metric, judge.name), (by_metric, other.name), (base, judge.name), (base, other.name))
+        if not len(common):
+            continue
         changes = []
         for metric in (judge, other):
-            common = sorted(set(by_metric[judge.name]) & set(by_metric[other.name])
-                            & set(base[judge.name]) & set(base[other.name]))
-            if not common:
-                break
-            change = float(np.mean([by_metric[metric.name][c] - base[metric.name][c] for c in common]))
+            change = float(np.mean(by_metric.values(metric.name)[common] - base.values(metric.name)[common]))
             changes.append(change if metric.higher_is_better else -change)
-        if len(changes) == 2 and changes[0] * changes[1] < 0:
+        if changes[0] * changes[1] < 0:
             found.append({"engine": engine, judge.name: changes[0], other.name: changes[1]})
     return found
 

@@ -9,10 +9,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nsbench.plugins.records import ClipRecord
+from nsbench.report.record_table import ClipValues, RecordTable, as_tables, clip_means
 
 from nsbench.plugins.specs import MetricSpec
 from nsbench.report import layout, signed_rank
-from nsbench.report.summary import cell_of, headline_spec, natural_key
+from nsbench.report.summary import headline_spec, natural_key
 
 SIGNIFICANCE = 0.05
 
@@ -25,21 +26,22 @@ def compared_metrics(metrics: Sequence[MetricSpec], headline: str) -> list[Metri
 
 
 def compare_with_baselines(
-    records_by_engine: Mapping[str, Sequence[ClipRecord]], metrics: Sequence[MetricSpec], cell_keys: Sequence[str],
+    records_by_engine: Mapping[str, RecordTable | Sequence[ClipRecord]], metrics: Sequence[MetricSpec], cell_keys: Sequence[str],
     baselines: Sequence[str] = (),
 ) -> dict[str, dict[str, Any]]:
     """engine -> baseline -> metric -> paired comparison over all clips and per
     cell. ``baselines``: the engines whose spec says ``baseline``, in order."""
+    tables = as_tables(records_by_engine)
     return {
         engine: {
             baseline: {
-                metric.name: paired_by_cell(records, records_by_engine[baseline], metric, cell_keys)
+                metric.name: paired_by_cell(table, tables[baseline], metric, cell_keys)
                 for metric in metrics
             }
             for baseline in baselines_of(engine, baselines)
-            if baseline in records_by_engine
+            if baseline in tables
         }
-        for engine, records in records_by_engine.items()
+        for engine, table in tables.items()
     }
 
 
@@ -49,32 +51,32 @@ def baselines_of(engine: str, baselines: Sequence[str]) -> Sequence[str]:
     return baselines[: list(baselines).index(engine)] if engine in baselines else baselines
 
 
-def paired_by_cell(
-    records: Sequence[ClipRecord], baseline: Sequence[ClipRecord], metric: MetricSpec, cell_keys: Sequence[str]
-) -> dict[str, Any]:
-    ours, theirs = clip_values(records, metric.name), clip_values(baseline, metric.name)
-    cells: dict[tuple[str, ...], list[str]] = {}
-    for record in records:  # seeds repeat a clip: it pairs once
-        members = cells.setdefault(cell_of(record.labels, cell_keys), [])
-        if record.clip_id in ours and record.clip_id in theirs and record.clip_id not in members:
-            members.append(record.clip_id)
-    paired = [clip for clips in cells.values() for clip in clips]
+def paired_by_cell(table: RecordTable, baseline: RecordTable, metric: MetricSpec, cell_keys: Sequence[str]) -> dict[str, Any]:
+    """Clip by clip, on arrays indexed by clip number (the tables share their pools)."""
+    size = len(table.pools.clips)
+    ours, has_ours = clip_values(table, metric.name).dense(size)
+    theirs, has_theirs = clip_values(baseline, metric.name).dense(size)
+    numbers, cells = table.cells(cell_keys)  # every record names its cell, paired or not
+    clips = table.column("clip")
+    both = np.flatnonzero(has_ours[clips] & has_theirs[clips])
+    # Seeds repeat a clip: it pairs once per cell, at its first row there.
+    _, first = np.unique(numbers[both] * size + clips[both], return_index=True)
+    once = both[np.sort(first)]
+    members = [clips[once[numbers[once] == number]] for number in range(len(cells))]
+    paired = np.concatenate(members) if members else np.zeros(0, dtype=np.int64)
     return {
-        "all": paired_difference([ours[c] for c in paired], [theirs[c] for c in paired], metric.higher_is_better),
+        "all": paired_difference(ours[paired], theirs[paired], metric.higher_is_better),
         "cells": [
-            {"cell": dict(zip(cell_keys, cell)), **paired_difference([ours[c] for c in clips], [theirs[c] for c in clips], metric.higher_is_better)}
-            for cell, clips in sorted(cells.items(), key=lambda item: natural_key(item[0]))
+            {"cell": dict(zip(cell_keys, cells[number])),
+             **paired_difference(ours[members[number]], theirs[members[number]], metric.higher_is_better)}
+            for number in sorted(range(len(cells)), key=lambda number: natural_key(cells[number]))
         ],
     }
 
 
-def clip_values(records: Sequence[ClipRecord], name: str) -> dict[str, float]:
-    """Per clip, its value (the mean over seeds, as metric_stats counts it)."""
-    values: dict[str, list[float]] = {}
-    for record in records:
-        if not record.failed and name in record.scores:
-            values.setdefault(record.clip_id, []).append(record.scores[name])
-    return {clip: float(np.mean(v)) for clip, v in values.items()}
+def clip_values(table: RecordTable, name: str) -> ClipValues:
+    """Per clip, its value (the mean over seeds, as metric_stats counts it), over the clips that ran."""
+    return clip_means(table, np.flatnonzero(~table.column("failed")), name)
 
 
 def paired_difference(ours: Sequence[float], theirs: Sequence[float], higher_is_better: bool) -> dict[str, Any]:

@@ -7,20 +7,24 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from nsbench.plugins.records import ClipRecord
+from nsbench.report.record_table import RecordTable, as_table, first_appearances
 from nsbench.plugins.specs import MetricSpec
 from nsbench.run.conditions import LABEL, NONE
 
 
-def condition_cells(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec], names: Sequence[str]) -> list[dict[str, Any]]:
+def condition_cells(records: RecordTable | Iterable[ClipRecord], metrics: Sequence[MetricSpec], names: Sequence[str]) -> list[dict[str, Any]]:
     """One row per condition (in the order asked), over every clip under it:
     the engine's gain under each condition; for the passthrough, the input's
     own score under it."""
     from nsbench.report.summary import cell_row
 
-    by_condition: dict[str, list[ClipRecord]] = {name: [] for name in names}
-    for record in records:
-        by_condition.setdefault(record.labels.get(LABEL, NONE), []).append(record)
-    return [cell_row({LABEL: name}, members, metrics) for name, members in by_condition.items() if members]
+    table = as_table(records)
+    labels = table.column("labels")
+    by_condition: dict[str, list[int]] = {name: [] for name in names}  # condition -> its labels' numbers
+    for number in first_appearances(labels):
+        by_condition.setdefault(dict(table.value(number)).get(LABEL, NONE), []).append(number)
+    return [cell_row({LABEL: name}, table, np.flatnonzero(np.isin(labels, members)), metrics)
+            for name, members in by_condition.items() if members]
 
 
 def largest_loss(result: Mapping[str, Any], metric: str, higher_is_better: bool) -> dict[str, Any] | None:

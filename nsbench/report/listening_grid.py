@@ -25,6 +25,7 @@ from nsbench.report import layout
 from nsbench.report.model import file_stem
 from nsbench.plugins.errors import ClipError
 from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.report.record_table import RecordTable, as_tables, first_rows, smallest
 
 GRID_ROWS = 10  # about 1.3 MB of 16-bit audio per row for the default run's 11 columns of 4-second clips
 MIN_ROWS = 4
@@ -65,23 +66,34 @@ class Grid:
     rows: list[GridRow]
 
 
-def first_runs(records: Sequence[ClipRecord]) -> dict[str, ClipRecord]:
-    """Per clip, the record heard in the grid: the first seed's."""
-    runs: dict[str, ClipRecord] = {}
-    for record in records:
-        runs.setdefault(record.clip_id, record)
-    return runs
+class FirstRuns:
+    """An engine's record heard in the grid for each clip (its first seed's),
+    and those scored by the metric: rows of its RecordTable."""
+
+    def __init__(self, table: RecordTable, metric: str):
+        self.table = table
+        self.first = first_rows(table.column("clip"))
+        values, present = table.score(metric)
+        self.scored = self.first[present[self.first] & ~table.column("failed")[self.first]]
+        self.values = values  # by row
+
+    def row_of(self, clip_id: str) -> int | None:
+        """The clip's first row, or None where the engine did not run it."""
+        number = self.table.pools.clips.find(clip_id)
+        if number is None:
+            return None
+        rows = self.first[self.table.column("clip")[self.first] == number]
+        return int(rows[0]) if len(rows) else None
 
 
 def choose_clips(
-    results: Sequence[Mapping[str, Any]], records_by_engine: Mapping[str, Sequence[ClipRecord]], metric: str,
+    results: Sequence[Mapping[str, Any]], records_by_engine: Mapping[str, RecordTable | Sequence[ClipRecord]], metric: str,
     higher_is_better: bool, limit: int = GRID_ROWS,
 ) -> dict[str, list[str]]:
     """clip id -> why it is worth hearing, in the grid's order (worst first)."""
     sign = 1.0 if higher_is_better else -1.0
-    runs = {engine: first_runs(records) for engine, records in records_by_engine.items()}
-    scored = {engine: {clip: r for clip, r in by_clip.items() if not r.failed and metric in r.scores}
-              for engine, by_clip in runs.items()}
+    tables = as_tables(records_by_engine)
+    runs = {engine: FirstRuns(table, metric) for engine, table in tables.items()}
     judged = [r for r in results if not layout.passes_input_through(r["engine"]) and r["engine"] in runs] or list(results)
     chosen: dict[str, list[str]] = {}
 
@@ -89,67 +101,98 @@ def choose_clips(
         if clip is not None and (clip in chosen or len(chosen) < room):
             chosen.setdefault(clip, []).append(why)
 
-    def worst_of(candidates: Sequence[ClipRecord]) -> str | None:
-        return min(candidates, key=lambda r: (sign * r.scores[metric], r.clip_id)).clip_id if candidates else None
+    def worst_of(run: FirstRuns, rows: np.ndarray) -> str | None:
+        """The clip of the lowest signed score among ``rows`` (ties: the first clip id)."""
+        found = smallest(sign * run.values[rows], lambda i: run.table.clip_id(rows[i]), 1)
+        return run.table.clip_id(rows[found[0]]) if found else None
 
     room = max(limit - TYPICAL_ROWS, 1)
     for result in judged:
-        add(worst_of(list(scored.get(result["engine"], {}).values())), f"worst of {result['engine']}", room)
+        run = runs.get(result["engine"])
+        add(worst_of(run, run.scored) if run else None, f"worst of {result['engine']}", room)
     for result in judged:
-        cell = (result.get("worst_cell") or {}).get("cell")
-        if cell:
-            members = [r for r in scored.get(result["engine"], {}).values() if in_cell(r, cell)]
-            add(worst_of(members), f"worst in {result['engine']}'s worst cell ({cell_name(cell)})", room)
+        cell, run = (result.get("worst_cell") or {}).get("cell"), runs.get(result["engine"])
+        if cell and run:
+            members = run.scored[np.isin(run.scored, run.table.rows_where("labels", lambda labels: in_cell(labels, cell)))]
+            add(worst_of(run, members), f"worst in {result['engine']}'s worst cell ({cell_name(cell)})", room)
     for result in results:
-        by_run = {r.run_id: r for r in records_by_engine.get(result["engine"], [])}
+        run = runs.get(result["engine"])
         for name, flag in result.get("flags", {}).items():
-            flagged = [by_run[run] for run in flag["clips"] if run in by_run]
-            clip = worst_of([r for r in flagged if r.clip_id in scored.get(result["engine"], {})]) or (
-                flagged[0].clip_id if flagged else None)
-            add(clip, f"{result['engine']}: {name}", room)
-    by_badness = clip_means(scored, [r["engine"] for r in judged], metric, sign)
-    if by_badness:
-        median = float(np.median(list(by_badness.values())))
-        typical = sorted((c for c in by_badness if c not in chosen), key=lambda c: (abs(by_badness[c] - median), c))
-        for clip in typical[:TYPICAL_ROWS]:
-            add(clip, "typical (near the median over engines)", limit)
-    for clip in sorted(by_badness, key=lambda c: (by_badness[c], c)):  # a small run: the worst of the rest
-        if len(chosen) >= min(MIN_ROWS, limit):
-            break
-        add(clip, "among the worst over engines", limit)
+            add(flagged_clip(run, name, flag["clips"], worst_of) if run else None, f"{result['engine']}: {name}", room)
+    add_typical(chosen, add, [runs[r["engine"]] for r in judged if r["engine"] in runs], sign, limit)
     return chosen
 
 
-def in_cell(record: ClipRecord, cell: Mapping[str, Any]) -> bool:
-    return all(str(record.labels.get(key, "")) == str(value) for key, value in cell.items())
+def flagged_clip(run: FirstRuns, name: str, clips: Sequence[str], worst_of: Callable) -> str | None:
+    """The worst scored clip among those the flag lists, else the first of them."""
+    raised = run.table.rows_where("flags", lambda flags: name in flags)
+    by_run = {run.table.run_id(row): row for row in raised}
+    flagged = np.array([by_run[clip] for clip in clips if clip in by_run], dtype=np.int64)
+    scored_clips = run.table.column("clip")[run.scored]
+    heard = flagged[np.isin(run.table.column("clip")[flagged], scored_clips)]
+    return worst_of(run, heard) or (run.table.clip_id(flagged[0]) if len(flagged) else None)
 
 
-def clip_means(scored: Mapping[str, Mapping[str, ClipRecord]], engines: Sequence[str], metric: str, sign: float) -> dict[str, float]:
-    """Per clip, the mean headline score over engines, signed so that lower is worse."""
-    values: dict[str, list[float]] = {}
-    for engine in engines:
-        for clip, record in scored.get(engine, {}).items():
-            values.setdefault(clip, []).append(sign * record.scores[metric])
-    return {clip: float(np.mean(v)) for clip, v in values.items()}
+def add_typical(chosen: dict[str, list[str]], add: Callable, runs: Sequence[FirstRuns], sign: float, limit: int) -> None:
+    """Two clips nearest the median over engines, then (a small run) the worst of the rest."""
+    clips, means = clip_means(runs, sign)
+    if not len(clips):
+        return
+    name = runs[0].table.pools.clips.values.__getitem__
+    median = float(np.median(means))
+    free = np.flatnonzero([name(clip) not in chosen for clip in clips]) if chosen else np.arange(len(clips))
+    for i in smallest(np.abs(means[free] - median), lambda i: name(clips[free[i]]), TYPICAL_ROWS):
+        add(name(clips[free[i]]), "typical (near the median over engines)", limit)
+    for i in smallest(means, lambda i: name(clips[i]), len(chosen) + min(MIN_ROWS, limit)):  # a small run: the worst of the rest
+        if len(chosen) >= min(MIN_ROWS, limit):
+            break
+        add(name(clips[i]), "among the worst over engines", limit)
+
+
+def in_cell(labels: tuple[tuple[str, Any], ...], cell: Mapping[str, Any]) -> bool:
+    items = dict(labels)
+    return all(str(items.get(key, "")) == str(value) for key, value in cell.items())
+
+
+def clip_means(runs: Sequence[FirstRuns], sign: float) -> tuple[np.ndarray, np.ndarray]:
+    """The clips some engine scored (clip numbers), and each one's mean headline
+    score over engines (np.mean of them in engine order), signed so that lower is worse."""
+    size = len(runs[0].table.pools.clips) if runs else 0
+    stack, present = np.full((len(runs), size), np.nan), np.zeros((len(runs), size), dtype=bool)
+    for i, run in enumerate(runs):
+        numbers = run.table.column("clip")[run.scored]
+        stack[i, numbers], present[i, numbers] = sign * run.values[run.scored], True
+    counts = present.sum(axis=0)
+    clips = np.flatnonzero(counts)
+    means = np.empty(len(clips))
+    every = counts[clips] == len(runs)
+    # Rows of a C-ordered (clips, engines) array: np.mean of each in engine order, as of a list.
+    means[every] = np.ascontiguousarray(stack[:, clips[every]].T).mean(axis=1)
+    for i in np.flatnonzero(~every):
+        means[i] = np.mean(stack[present[:, clips[i]], clips[i]])
+    return clips, means
 
 
 def build_grid(
-    folder: Path, results: Sequence[Mapping[str, Any]], records_by_engine: Mapping[str, Sequence[ClipRecord]],
+    folder: Path, results: Sequence[Mapping[str, Any]], records_by_engine: Mapping[str, RecordTable | Sequence[ClipRecord]],
     sources: Mapping[str, ClipSource], read_output: Callable[[str, str], tuple[np.ndarray, int] | None],
     metric: str, higher_is_better: bool, draw: bool = True,
 ) -> Grid:
     """Chooses the clips, writes their listening copies (and spectrograms) under
-    ``folder/audio/``. ``read_output(engine, run)`` gives a kept output, or None."""
-    runs = {engine: first_runs(records) for engine, records in records_by_engine.items()}
+    ``folder/audio/``. ``read_output(engine, run)`` gives a kept output, or None.
+    ``sources.get(clip_id)``: the clip's source (a few are looked up)."""
+    tables = as_tables(records_by_engine)
+    runs = {engine: FirstRuns(table, metric) for engine, table in tables.items()}
     rows = []
-    for clip_id, reasons in choose_clips(results, records_by_engine, metric, higher_is_better).items():
-        labels = next((dict(by_clip[clip_id].labels) for by_clip in runs.values() if clip_id in by_clip), {})
+    for clip_id, reasons in choose_clips(results, tables, metric, higher_is_better).items():
+        heard_by = {engine: run.row_of(clip_id) for engine, run in runs.items()}
+        records = {engine: runs[engine].table.record(row) for engine, row in heard_by.items() if row is not None}
+        labels = next((dict(record.labels) for record in records.values()), {})
         row = GridRow(clip_id, labels, reasons)
         heard: dict[str, np.ndarray] = {}  # relative audio path -> what was written, for the spectrograms
         rate = reference_copies(folder, row, sources.get(clip_id), heard)
         for result in results:
-            output, output_rate = grid_output(folder, result, runs.get(result["engine"], {}).get(clip_id),
-                                              clip_id, metric, read_output, heard)
+            output, output_rate = grid_output(folder, result, records.get(result["engine"]), clip_id, metric, read_output, heard)
             row.outputs.append(output)
             rate = rate or output_rate
         if draw and heard:

@@ -14,14 +14,19 @@ from nsbench.run.streaming import IDENTICAL, Blocks
 from nsbench.report.tables import fmt_timing  # the RTF reads as the summary's (never 0.000)
 from nsbench.text import plural
 from nsbench.plugins.records import ClipRecord
+from nsbench.report.record_table import RecordTable
 
 
 def percentile(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else math.nan
 
 
-def engine_summary(records: Sequence[ClipRecord]) -> dict[str, Any] | None:
-    """The ``streaming`` entry of ``<engine>.json``; None without --block-size."""
+def engine_summary(records: RecordTable | Iterable[ClipRecord]) -> dict[str, Any] | None:
+    """The ``streaming`` entry of ``<engine>.json``; None without --block-size.
+    From a RecordTable, the streamed clips' records are reread (their block
+    times are not held): only with --block-size."""
+    if isinstance(records, RecordTable):
+        records = records.records(np.flatnonzero(records.column("streamed") & ~records.column("failed")))
     ran = [r for r in records if r.streaming and not r.failed]
     if not ran:
         return None

@@ -1,6 +1,7 @@
 """Aggregation of clip records into per-cell and per-engine statistics.
 
-Pure functions of records; the report writers format what these return.
+Pure functions of an engine's records, held as columns (nsbench.report.record_table:
+per-metric arrays grouped by cell); the report writers format what these return.
 """
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from nsbench.report import layout
 from nsbench.report.statistics import bootstrap_ci, bootstrap_median_ci, pooled_mean_ci, uncertainty  # noqa: F401 (bootstrap_ci: re-exported)
 from nsbench.text import plural
 from nsbench.plugins.records import ClipRecord
+from nsbench.report.record_table import ClipValues, RecordTable, as_table, clip_means, smallest
 from nsbench.plugins.specs import MetricSpec
 
 
 def describe(values: Sequence[float]) -> dict[str, float | int]:
     """Mean, median and median absolute deviation (unscaled), and the count."""
-    if not values:
+    if not len(values):
         return {"n": 0, "mean": math.nan, "median": math.nan, "mad": math.nan}
     array = np.asarray(values, dtype=np.float64)
     median = float(np.median(array))
@@ -48,52 +50,56 @@ def natural_key(cell: tuple[str, ...]) -> tuple:
     return tuple(key)
 
 
-def metric_stats(records: Iterable[ClipRecord], metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:
+def seeded(table: RecordTable, rows: np.ndarray) -> bool:
+    """More than one seed among the rows (None counting as one)."""
+    has = table.column("has_seed")[rows]
+    return len(np.unique(table.column("seed")[rows][has])) + bool((~has).any()) > 1
+
+
+def metric_stats(table: RecordTable, rows: np.ndarray, metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:
     """Per metric: statistics over clips. A clip run with several seeds counts
     once, by its mean over seeds (the Biodenoising seed card's aggregation);
     then ``pooled`` adds the statistics over every clip x seed row, with a
     bootstrap 95% CI of the median (the variant earthspecies' results.py reports).
     A metric with a Pooling has its mean and std over items instead (item_pooled)."""
-    scored = [record for record in records if not record.failed]
-    seeded = len({record.seed for record in scored}) > 1
-    stats, clip_means, pooled_metrics = {}, {}, {}
+    scored = rows[~table.column("failed")[rows]]
+    several = seeded(table, scored)
+    stats, means, pooled_metrics = {}, {}, {}
     for metric in metrics:
-        by_clip: dict[str, list[ClipRecord]] = {}
-        for record in scored:
-            if metric.name in record.scores:
-                by_clip.setdefault(record.clip_id, []).append(record)
-        values = {clip: [r.scores[metric.name] for r in rows] for clip, rows in by_clip.items()}
-        clip_means[metric.name] = [float(np.mean(v)) for v in values.values()]
-        stats[metric.name] = describe(clip_means[metric.name])
-        if seeded:
-            rows = [value for v in values.values() for value in v]
-            stats[metric.name]["pooled"] = {**describe(rows), "median_ci95": bootstrap_median_ci(rows)}
+        values = clip_means(table, scored, metric.name)
+        means[metric.name] = values.means
+        stats[metric.name] = describe(values.means)
+        if several:
+            every = table.score(metric.name)[0][values.grouped]  # every clip x seed row, grouped by clip
+            stats[metric.name]["pooled"] = {**describe(every), "median_ci95": bootstrap_median_ci(every)}
         if metric.pooling is not None:
-            pooled_metrics[metric.name] = (metric, by_clip)
-    for name, extra in uncertainty(clip_means).items():
+            pooled_metrics[metric.name] = (metric, values)
+    for name, extra in uncertainty(means).items():
         stats[name].update(extra)
-    for name, (metric, by_clip) in pooled_metrics.items():
-        stats[name] = item_pooled(stats[name], metric, by_clip)
+    for name, (metric, values) in pooled_metrics.items():
+        stats[name] = item_pooled(stats[name], metric, table, values)
     return stats
 
 
-def item_pooled(clip_stats: dict[str, Any], metric: MetricSpec, by_clip: Mapping[str, Sequence[ClipRecord]]) -> dict[str, Any]:
+def item_pooled(clip_stats: dict[str, Any], metric: MetricSpec, table: RecordTable, values: ClipValues) -> dict[str, Any]:
     """A pooled metric's figures (types.Pooling): ``mean`` and ``std`` over
     every item of every clip (and seed), each clip weighing by its item count,
     as FUSS's evaluate_lib.py pools scored pairs; ``clip_mean`` keeps the mean
     over clips, the other statistics (median, tails) stay over clips, and
     ``mean_ci95`` resamples clips, the unit that was sampled."""
-    per_clip = [[(r.scores[metric.name], *item_parts(r, metric.name)) for r in records] for records in by_clip.values()]
-    rows = [row for clip_rows in per_clip for row in clip_rows]  # every clip x seed
-    if not rows:
+    if not len(values):
         return {**clip_stats, "std": math.nan, metric.pooling.items: 0, "clip_mean": math.nan,
                 "pooled_over": metric.pooling.items, "pooling": metric.pooling.description}
-    means, counts, variances = (np.array(column, dtype=np.float64) for column in zip(*rows))
+    rows = values.grouped  # every clip x seed, grouped by clip
+    means = table.score(metric.name)[0][rows]
+    counts, variances = (column[rows] for column in table.pooled_parts(metric.name))
     total = counts.sum()
     mean = float(np.dot(counts, means) / total)
     # Within-clip spread plus each clip's offset from the pooled mean: the
     # variance over all items, without the items themselves.
     variance = float(np.dot(counts, variances + (means - mean) ** 2) / total)
+    triples = list(zip(means.tolist(), counts.tolist(), variances.tolist()))
+    per_clip = [triples[start:end] for start, end in zip(values.bounds[:-1], values.bounds[1:])]
     return {
         "n": clip_stats["n"],
         "mean": mean,
@@ -108,15 +114,8 @@ def item_pooled(clip_stats: dict[str, Any], metric: MetricSpec, by_clip: Mapping
     }
 
 
-def item_parts(record: ClipRecord, metric: str) -> tuple[float, float]:
-    """(item count, item variance) of a clip's pooled value; one item where
-    none was recorded (a plain number)."""
-    parts = record.pooled.get(metric, {})
-    return float(parts.get("count", 1)), float(parts.get("variance", 0.0))
-
-
 def summarise(
-    records: Sequence[ClipRecord],
+    records: RecordTable | Iterable[ClipRecord],
     metrics: Sequence[MetricSpec],
     cell_keys: Sequence[str],
     headline: str = "",
@@ -124,7 +123,7 @@ def summarise(
     voice_drop_db: float = checks.VOICE_DROP_DB,
     expected_flags: Mapping[str, str] = {},
 ) -> dict[str, Any]:
-    """Overall and per-cell statistics for one engine's records.
+    """Overall and per-cell statistics for one engine's records (a RecordTable, or ClipRecords).
     ``headline``: the dataset's ("": the default one, nsbench.report.layout).
     ``expected_flags``: the engine spec's (flags that define it, listed apart).
 
@@ -133,52 +132,55 @@ def summarise(
     keys' values; those rows are marked ``pooled`` and never named as the
     worst cell (their members already are rows).
     """
+    table = as_table(records)
     headline = layout.headline(headline)
-    cells: dict[tuple[str, ...], list[ClipRecord]] = {}
-    for record in records:
-        cells.setdefault(cell_of(record.labels, cell_keys), []).append(record)
-    cell_rows = [cell_row(dict(zip(cell_keys, cell)), members, metrics) for cell, members in sorted(cells.items(), key=lambda item: natural_key(item[0]))]
+    numbers, cells = table.cells(cell_keys)
+    order = sorted(range(len(cells)), key=lambda number: natural_key(cells[number]))
+    cell_rows = [cell_row(dict(zip(cell_keys, cells[number])), table, np.flatnonzero(numbers == number), metrics)
+                 for number in order]
     for name, members_of in pooled_cells.items():
         # Within each value of the other keys (a condition): never across them.
-        by_rest: dict[tuple[str, ...], list[ClipRecord]] = {}
-        for record in records:
-            cell = cell_of(record.labels, cell_keys)
+        by_rest: dict[tuple[str, ...], list[int]] = {}
+        for number, cell in enumerate(cells):
             if cell[0] in members_of:
-                by_rest.setdefault(cell[1:], []).append(record)
-        for rest, members in sorted(by_rest.items(), key=lambda item: natural_key(item[0])):
-            row = cell_row(dict(zip(cell_keys, (name, *rest))), members, metrics)
+                by_rest.setdefault(cell[1:], []).append(number)
+        first_row = {rest: int(np.flatnonzero(np.isin(numbers, members))[0]) for rest, members in by_rest.items()}
+        for rest in sorted(sorted(by_rest, key=first_row.__getitem__), key=natural_key):
+            row = cell_row(dict(zip(cell_keys, (name, *rest))), table, np.flatnonzero(np.isin(numbers, by_rest[rest])), metrics)
             cell_rows.append({**row, "pooled": True})
+    every = np.arange(len(table))
+    failed = np.flatnonzero(table.column("failed"))
     return {
-        "clips": len({record.clip_id for record in records}),
-        "runs": len(records),  # clips x seeds
-        "failures": sum(record.failed for record in records),
-        "failed_clips": [{"clip_id": r.clip_id, "error": r.error} for r in records if r.failed],
-        "metrics": metric_stats(records, metrics),
+        "clips": len(np.unique(table.column("clip"))),
+        "runs": len(table),  # clips x seeds
+        "failures": len(failed),
+        "failed_clips": [{"clip_id": table.clip_id(row), "error": table.value(table.column("error")[row])} for row in failed],
+        "metrics": metric_stats(table, every, metrics),
         "cells": cell_rows,
         "worst_cell": worst_cell([row for row in cell_rows if not row.get("pooled")], metrics, headline),
-        **realtime_totals(records),
-        "alignment": alignment_summary(records),
-        **flag_summary(records, voice_drop_db, expected_flags),
-        **listening_picks(records, headline_spec(metrics, headline)),
-        "metric_notes": note_counts(records),
+        **realtime_totals(table),
+        "alignment": alignment_summary(table),
+        **flag_summary(table, voice_drop_db, expected_flags),
+        **listening_picks(table, headline_spec(metrics, headline)),
+        "metric_notes": note_counts(table),
     }
 
 
-def note_counts(records: Sequence[ClipRecord]) -> dict[str, dict[str, int]]:
+def note_counts(records: RecordTable | Iterable[ClipRecord]) -> dict[str, dict[str, int]]:
     """What metrics said about their values, counted: {"wer_reference": {"asr_of_clean": 36}}."""
     counts: dict[str, Counter] = {}
-    for record in records:
-        for name, note in record.metric_notes.items():
-            counts.setdefault(name, Counter())[note] += 1
+    for notes, count in as_table(records).counted("metric_notes"):  # in order of first appearance, as record by record
+        for name, note in notes:
+            counts.setdefault(name, Counter())[note] += count
     return {name: dict(counter) for name, counter in counts.items()}
 
 
-def cell_row(cell: dict[str, str], members: Sequence[ClipRecord], metrics: Sequence[MetricSpec]) -> dict[str, Any]:
+def cell_row(cell: dict[str, str], table: RecordTable, rows: np.ndarray, metrics: Sequence[MetricSpec]) -> dict[str, Any]:
     return {
         "cell": cell,
-        "clips": len({record.clip_id for record in members}),
-        "failures": sum(record.failed for record in members),
-        "metrics": metric_stats(members, metrics),
+        "clips": len(np.unique(table.column("clip")[rows])),
+        "failures": int(table.column("failed")[rows].sum()),
+        "metrics": metric_stats(table, rows, metrics),
     }
 
 
@@ -196,16 +198,22 @@ def worst_cell(cell_rows: list[dict[str, Any]], metrics: Sequence[MetricSpec], h
     return {"metric": name, "cell": row["cell"], "mean": row["metrics"][name]["mean"]}
 
 
-def realtime_totals(records: Sequence[ClipRecord]) -> dict[str, float]:
+def in_order_sum(values: np.ndarray) -> float:
+    """Python's sum(): left to right from 0 (np.sum adds pairwise, to other last digits)."""
+    return float(np.cumsum(np.concatenate([[0.0], values]))[-1])
+
+
+def realtime_totals(records: RecordTable | Iterable[ClipRecord]) -> dict[str, float]:
     """Picovoice's ``rtf``: total processing time over total audio duration
     (CPU time here; wall time beside it), over the clips that ran."""
-    ran = [r for r in records if not r.failed]
-    duration = sum(r.duration for r in ran)
+    table = as_table(records)
+    ran = ~table.column("failed")
+    duration = in_order_sum(table.column("duration")[ran])
     if not duration:
         return {"rtf": math.nan, "rtf_wall": math.nan}
     return {
-        "rtf": sum(r.cpu_seconds for r in ran) / duration,
-        "rtf_wall": sum(r.wall_seconds for r in ran) / duration,
+        "rtf": in_order_sum(table.column("cpu_seconds")[ran]) / duration,
+        "rtf_wall": in_order_sum(table.column("wall_seconds")[ran]) / duration,
     }
 
 
@@ -222,39 +230,43 @@ def headline_spec(metrics: Sequence[MetricSpec], headline: str) -> MetricSpec | 
 CONSTANT_LAG_SHARE = 0.8
 
 
-def alignment_summary(records: Sequence[ClipRecord]) -> dict[str, Any]:
+def alignment_summary(records: RecordTable | Iterable[ClipRecord]) -> dict[str, Any]:
     """Residual lags over the clips: "sample-aligned", or late/early by how
     much on which clips, and the constant lag if there is one."""
-    measured = [r for r in records if r.residual_lag is not None]
+    table = as_table(records)
+    measured = np.flatnonzero(table.column("lag_measured"))
+    lag_of, rate_of = table.column("residual_lag"), table.column("sample_rate")
     lags: dict[int, list[str]] = {}
-    for record in measured:
-        if record.residual_lag:
-            lags.setdefault(record.residual_lag, []).append(record.run_id)
-    unmeasured = [r.run_id for r in records if r.residual_lag is None and r.lag_unmeasured
-                  and r.lag_unmeasured != checks.NO_REFERENCE_LAG]
-    rates = sorted({r.sample_rate for r in measured})
+    for row in measured[lag_of[measured] != 0]:
+        lags.setdefault(int(lag_of[row]), []).append(table.run_id(row))
+    unmeasured = table.rows_where("lag_unmeasured", lambda why: bool(why) and why != checks.NO_REFERENCE_LAG)
+    unmeasured = unmeasured[~table.column("lag_measured")[unmeasured]]
+    not_checked = len(table.rows_where("lag_unmeasured", lambda why: why == checks.NO_REFERENCE_LAG))
     summary = {
-        "sample_aligned": bool(measured) and not lags,
+        "sample_aligned": bool(len(measured)) and not lags,
         "measured_clips": len(measured),
-        "sample_rates": rates,
+        "sample_rates": sorted({int(rate) for rate in np.unique(rate_of[measured])}),
         "lags": {str(lag): clips for lag, clips in sorted(lags.items())},
-        "unmeasured_clips": unmeasured,
-        "constant_lag": constant_lag(measured),
+        "unmeasured_clips": [table.run_id(row) for row in unmeasured],
+        "constant_lag": constant_lag(lag_of[measured], rate_of[measured]),
         # Clips without a clean reference, on which the lag has no check.
-        "not_checked_clips": sum(r.lag_unmeasured == checks.NO_REFERENCE_LAG for r in records),
+        "not_checked_clips": not_checked,
     }
     return {"text": alignment_text(summary), **summary}
 
 
-def constant_lag(measured: Sequence[ClipRecord]) -> dict[str, int] | None:
-    """The most common non-zero (lag, rate), if it holds on CONSTANT_LAG_SHARE of the clips."""
-    counts = Counter((r.residual_lag, r.sample_rate) for r in measured if r.residual_lag)
-    if not counts:
+def constant_lag(lags: np.ndarray, rates: np.ndarray) -> dict[str, int] | None:
+    """The most common non-zero (lag, rate) over the measured clips, if it holds
+    on CONSTANT_LAG_SHARE of them (ties: the first seen, as Counter.most_common)."""
+    late = lags != 0
+    if not late.any():
         return None
-    (lag, rate), count = counts.most_common(1)[0]
-    if count < CONSTANT_LAG_SHARE * len(measured):
+    pairs = np.stack([lags[late], rates[late].astype(np.int64)], axis=1)
+    distinct, first, counts = np.unique(pairs, axis=0, return_index=True, return_counts=True)
+    best = min(range(len(distinct)), key=lambda i: (-counts[i], first[i]))
+    if counts[best] < CONSTANT_LAG_SHARE * len(lags):
         return None
-    return {"samples": lag, "sample_rate": rate, "clips": count}
+    return {"samples": int(distinct[best][0]), "sample_rate": int(distinct[best][1]), "clips": int(counts[best])}
 
 
 def alignment_text(summary: Mapping[str, Any]) -> str:
@@ -275,13 +287,14 @@ def alignment_text(summary: Mapping[str, Any]) -> str:
 
 
 def flag_summary(
-    records: Sequence[ClipRecord], voice_drop_db: float = checks.VOICE_DROP_DB, expected: Mapping[str, str] = {}
+    records: RecordTable | Iterable[ClipRecord], voice_drop_db: float = checks.VOICE_DROP_DB, expected: Mapping[str, str] = {}
 ) -> dict[str, dict[str, Any]]:
     """Per raised flag, its meaning and the clips. Flags that define the engine
     (``expected``: the passthrough passes its input through) go under ``expected_flags``."""
+    table = as_table(records)
     flags, expected_flags = {}, {}
     for name, description in checks.flag_descriptions(voice_drop_db).items():
-        clips = [r.run_id for r in records if name in r.flags]
+        clips = [table.run_id(row) for row in table.rows_where("flags", lambda raised: name in raised)]
         if not clips:
             continue
         if name in expected:
@@ -297,18 +310,21 @@ WORST_CLIPS = 5  # listed per engine, with their audio
 TYPICAL_CLIPS = 2  # nearest the engine's median, to listen to beside the worst
 
 
-def listening_picks(records: Sequence[ClipRecord], metric: MetricSpec | None) -> dict[str, list[dict[str, Any]]]:
+def listening_picks(records: RecordTable | Iterable[ClipRecord], metric: MetricSpec | None) -> dict[str, list[dict[str, Any]]]:
     """The worst clips by the headline metric, and the typical ones (nearest its median)."""
     if metric is None:
         return {"worst_clips": [], "typical_clips": []}
-    scored = [r for r in records if not r.failed and metric.name in r.scores]
+    table = as_table(records)
+    values, present = table.score(metric.name)
+    scored = np.flatnonzero(present & ~table.column("failed"))
     sign = 1 if metric.higher_is_better else -1
-    ranked = sorted(scored, key=lambda r: (sign * r.scores[metric.name], r.run_id))
-    worst = ranked[:WORST_CLIPS]
-    median = float(np.median([r.scores[metric.name] for r in scored])) if scored else math.nan
-    rest = [r for r in ranked if r not in worst]
-    typical = sorted(rest, key=lambda r: (abs(r.scores[metric.name] - median), r.run_id))[:TYPICAL_CLIPS]
-    return {"worst_clips": [pick(r, metric.name) for r in worst], "typical_clips": [pick(r, metric.name) for r in typical]}
+    scores = values[scored]
+    worst = scored[smallest(sign * scores, lambda i: table.run_id(scored[i]), WORST_CLIPS)]
+    median = float(np.median(scores)) if len(scored) else math.nan
+    rest = scored[~np.isin(scored, worst)]
+    typical = rest[smallest(np.abs(values[rest] - median), lambda i: table.run_id(rest[i]), TYPICAL_CLIPS)]
+    return {"worst_clips": [pick(table.record(row), metric.name) for row in worst],
+            "typical_clips": [pick(table.record(row), metric.name) for row in typical]}
 
 
 def pick(record: ClipRecord, metric: str) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from nsbench.report.markdown import report_markdown
 from nsbench.report.model import file_stem
 from nsbench.report.tables import headline_higher_is_better
 from nsbench.plugins.records import ClipRecord, ClipSource
+from nsbench.report.record_table import Pools, RecordTable
 from nsbench.plugins.specs import DatasetSpec, MetricSpec
 
 
@@ -65,12 +66,15 @@ class ClipLog:
         self.path = path
         self._file = None  # opened with the first record: an engine that never starts leaves no file
 
-    def add(self, record: ClipRecord) -> None:
+    def add(self, record: ClipRecord) -> int:
+        """Writes the record's line; returns where it starts (RecordTable rereads it from there)."""
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("w")
+        offset = self._file.tell()
         self._file.write(json.dumps(record.to_json()) + "\n")
         self._file.flush()
+        return offset
 
     def close(self) -> None:
         if self._file is not None:
@@ -94,6 +98,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-html", action="store_true", help="do not write report.html and its audio")
 
 
+class SourceLookup:
+    """``get(clip_id)`` over the run's sources, without a dict of every clip:
+    the listening grid asks for ten or so."""
+
+    def __init__(self, sources: Sequence[ClipSource]):
+        self._sources = sources
+
+    def get(self, clip_id: str, default: ClipSource | None = None) -> ClipSource | None:
+        return next((source for source in self._sources if source.clip_id == clip_id), default)
+
+
 class ResultsWriter:
     def __init__(self, config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
                  baselines: Sequence[str] = (), conditions: Sequence[str] = ()):
@@ -104,11 +119,12 @@ class ResultsWriter:
         self.conditions = conditions  # --condition's, "none" first; empty without
         self.headline = layout.headline(dataset.headline_metric)
         self.folder = config.results_folder / dataset.name
-        self.sources = {source.clip_id: source for source in sources}
+        self.sources = SourceLookup(sources)  # the grid needs a few clips' sources, found when asked
+        self.pools = Pools()  # every engine's table interns clip ids and labels here, once
         self.tolerances = compare.parse_tolerances(list(config.compare_tolerance))
         # Read before the run: the stored results may be the very files this run rewrites.
         self.stored = compare.load_stored(config.compare, dataset.name) if config.compare else None
-        self.records: dict[str, list[ClipRecord]] = {}
+        self.records: dict[str, RecordTable] = {}  # each engine's, as columns
         self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.report.agreement), once finished
         self.identity: dict[str, Any] = {}  # this run's (nsbench.report.coverage); set by the run before it ends
         self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
@@ -122,11 +138,17 @@ class ResultsWriter:
     def clip_log(self, engine: str) -> ClipLog:
         return ClipLog(self.folder / f"{file_stem(engine)}.clips.jsonl")
 
-    def add(self, log: ClipLog, engine: str, record: ClipRecord, output: np.ndarray | None, sample_rate: int) -> None:
-        """A clip's line, and its output where outputs are kept (--output-folder, or report.html's grid)."""
-        log.add(record)
+    def new_table(self, engine: str) -> RecordTable:
+        """An engine's records as they come, rereadable from its .clips.jsonl."""
+        return RecordTable(self.pools, self.clip_log(engine).path)
+
+    def add(self, log: ClipLog, engine: str, record: ClipRecord, output: np.ndarray | None, sample_rate: int) -> int:
+        """A clip's line, and its output where outputs are kept (--output-folder, or report.html's grid).
+        Returns where the line starts in the .clips.jsonl."""
+        offset = log.add(record)
         if not record.failed:
             self.keep_output(engine, record.run_id, output, sample_rate)
+        return offset
 
     def keep_output(self, engine: str, run: str, audio: np.ndarray, rate: int) -> None:
         """Each output as it comes: whole and float in --output-folder, else a 16-bit excerpt for the grid."""
@@ -139,9 +161,10 @@ class ResultsWriter:
         folder = Path(self.config.output_folder) if self.config.output_folder else self.spill
         return listening_grid.read_excerpt(folder / file_stem(engine) / f"{run}.wav") if folder else None
 
-    def engine_done(self, result: dict[str, Any], records: list[ClipRecord]) -> None:
-        """Keeps the records for the comparisons and the grid; without report.html,
+    def engine_done(self, result: dict[str, Any], records: RecordTable) -> None:
+        """Keeps the records (as columns) for the comparisons and the grid; without report.html,
         report.md links the worst clips in the user's --output-folder."""
+        records.trim()
         self.records[result["engine"]] = records
         if not self.config.html and self.config.output_folder:
             outputs = Path(self.config.output_folder) / file_stem(result["engine"])
@@ -176,6 +199,7 @@ class ResultsWriter:
         audio), the plots, the regression gate, report.html and report.md
         (``interruption``: a paragraph saying it is incomplete). Returns
         report.md's text and the exit code."""
+        self.folder.mkdir(parents=True, exist_ok=True)  # made by the first clip's line: an interrupt may come before it
         grid = self.listening(results) if self.config.html else None
         self.add_comparisons(results)
         for result in results:

@@ -8,9 +8,9 @@ engines.
 """
 from __future__ import annotations
 
+import itertools
 import re
 import sys
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from nsbench.report.baselines import baselines_of
 from nsbench.report.model import engine_result
 from nsbench.report.summary import alignment_summary, summarise
 from nsbench.plugins.registry import Registered
-from nsbench.plugins.records import ClipRecord
+from nsbench.report.record_table import RecordTable
 from nsbench.plugins.specs import EngineSpec
 
 
@@ -36,33 +36,33 @@ class Turn:
 
     engine: EngineSpec
     next_engine: EngineSpec | None
+    table: RecordTable  # its records, as columns (nsbench.report.record_table)
     notes: list[str] = field(default_factory=list)
-    records: list[ClipRecord] = field(default_factory=list)
 
 
 def run_one(run: Run, engine: EngineSpec, next_engine: EngineSpec | None, first: bool) -> tuple[dict[str, Any] | None, Stopped | None]:
     """One engine: its clips (logged as they come), a second pass for a
     constant lag if asked, its summary. An interrupt keeps the clips done,
     summarised and marked; UserError (the engine cannot start) goes up."""
-    turn = Turn(engine, next_engine)
+    turn = Turn(engine, next_engine, run.writer.new_table(engine.name))
     compensation, stop = None, None
     try:
-        run_and_log(run, turn, run.plan.engine_options(engine), turn.records)
+        run_and_log(run, turn, run.plan.engine_options(engine), turn.table)
         compensation = align_constant_lag(run, turn)
     except (Interrupted, KeyboardInterrupt) as error:
         # Every clip done is already in the .clips.jsonl (and the cache).
-        stop = Stopped(as_interrupted(error), engine, len(turn.records), run.plan.planned_runs(engine))
-        if not turn.records:
+        stop = Stopped(as_interrupted(error), engine, len(turn.table), run.plan.planned_runs(engine))
+        if not len(turn.table):
             return None, stop
     if first:  # input notes are the same for every engine: say them once
-        print_clip_notes(turn.records)
+        print_clip_notes(turn.table)
     result = summarise_engine(run.plan, turn, compensation, stop)
-    run.writer.engine_done(result, turn.records)
+    run.writer.engine_done(result, turn.table)
     return result, stop
 
 
-def run_and_log(run: Run, turn: Turn, options: dict[str, Any], records: list[ClipRecord], lag_compensation: float = 0.0) -> None:
-    """Runs the engine, adding each clip's record to ``records`` (and its line
+def run_and_log(run: Run, turn: Turn, options: dict[str, Any], table: RecordTable, lag_compensation: float = 0.0) -> None:
+    """Runs the engine, adding each clip's record to ``table`` (and its line
     to the .clips.jsonl) as it comes, so an interrupt keeps every clip done."""
     plan, engine = run.plan, turn.engine
     seeds = plan.seeds(engine)
@@ -77,8 +77,7 @@ def run_and_log(run: Run, turn: Turn, options: dict[str, Any], records: list[Cli
                 build_next_engine(run, turn.next_engine)
             record = outcome.record
             with deferred():
-                records.append(record)
-                run.writer.add(log, engine.name, record, outcome.output, outcome.sample_rate)
+                table.append(record, run.writer.add(log, engine.name, record, outcome.output, outcome.sample_rate))
             for warning in outcome.warnings:
                 if warning not in run.state.warned:
                     run.state.warned.add(warning)
@@ -137,7 +136,7 @@ def align_constant_lag(run: Run, turn: Turn) -> dict[str, Any] | None:
     Returns what was done, for the report; None if nothing was."""
     if not run.plan.config.align_constant_lag:
         return None
-    records = turn.records
+    records = turn.table
     first = alignment_summary(records)
     lag = first["constant_lag"]
     if lag is None:
@@ -147,41 +146,43 @@ def align_constant_lag(run: Run, turn: Turn) -> dict[str, Any] | None:
     if seconds + declared < 0:  # earlier than the input itself: nothing to remove
         turn.notes.append(f"output early by {-lag['samples']} samples, more than its declared delay: not compensated")
         return None
-    second: list[ClipRecord] = []
+    second = run.writer.new_table(turn.engine.name)
     try:
         run_and_log(run, turn, run.plan.engine_options(turn.engine), second, lag_compensation=seconds)
     finally:
-        records[:] = second  # the files now hold the second pass
+        turn.table = second  # the files now hold the second pass
     return {**lag, "first_pass": {key: first[key] for key in ("text", "measured_clips", "lags")}}
 
 
-def removed_delay_seconds(records: list[ClipRecord]) -> float:
+def removed_delay_seconds(table: RecordTable) -> float:
     """The delay the first pass removed (declared or measured), in seconds."""
-    for record in records:
-        match = re.fullmatch(r"(-?\d+) samples at (\d+) Hz", record.delay)
+    for delay, _ in table.counted("delay"):  # in order of first appearance: the first record's that matches
+        match = re.fullmatch(r"(-?\d+) samples at (\d+) Hz", delay)
         if match:
             return int(match[1]) / int(match[2])
     return 0.0
 
 
-def print_clip_notes(records: list[ClipRecord], shown: int = 5) -> None:
+def print_clip_notes(table: RecordTable, shown: int = 5) -> None:
     """Treatments applied to the input (downmix, resample, trim), a few shown;
     every one is in the .clips.jsonl files."""
-    noted = [(r.clip_id, note) for r in records for note in r.notes]
-    for clip_id, note in noted[:shown]:
+    total = sum(len(notes) * count for notes, count in table.counted("notes"))
+    noted = itertools.islice(((table.clip_id(row), note) for row in table.rows_where("notes", bool)
+                              for note in table.value(table.column("notes")[row])), shown)
+    for clip_id, note in noted:
         print(f"nsbench: note on {clip_id}: {note}", file=sys.stderr)
-    if len(noted) > shown:
-        print(f"nsbench: ... and {len(noted) - shown} more notes in the .clips.jsonl files", file=sys.stderr)
+    if total > shown:
+        print(f"nsbench: ... and {total - shown} more notes in the .clips.jsonl files", file=sys.stderr)
 
 
 def summarise_engine(plan: RunPlan, turn: Turn, compensation: dict[str, Any] | None, stop: Stopped | None) -> dict[str, Any]:
     """The engine's ``<engine>.json`` payload."""
-    dataset, engine, records, reported = plan.dataset, turn.engine, turn.records, plan.reported
+    dataset, engine, records, reported = plan.dataset, turn.engine, turn.table, plan.reported
     summary = summarise(records, reported, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells,
                         plan.config.voice_drop_db, engine.expected_flags)
     if compensation:
         summary["alignment"]["compensation"] = compensation
-    cached = sum(record.from_cache for record in records)
+    cached = int(records.column("from_cache").sum())
     if cached:
         turn.notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")
     extra = {**plan.shared, "from_cache": {"outputs": cached, "runs": len(records)}}
@@ -196,7 +197,7 @@ def summarise_engine(plan: RunPlan, turn: Turn, compensation: dict[str, Any] | N
     return engine_result(engine.name, dataset.name, summary, reported, {**extra, "engine_info": info})
 
 
-def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes: list[str], baselines: list[str] = ()) -> dict[str, Any]:
+def engine_info(record: Registered[EngineSpec], records: RecordTable, notes: list[str], baselines: list[str] = ()) -> dict[str, Any]:
     spec = record.spec
     return {
         "name": spec.name,
@@ -210,6 +211,6 @@ def engine_info(record: Registered[EngineSpec], records: list[ClipRecord], notes
         "compared_with": list(baselines_of(spec.name, baselines)),
         # The delay actually removed, with the number of clips: an estimated
         # delay (rnnoise with a user's binary) shows here.
-        "delays_removed": dict(Counter(r.delay for r in records if r.delay)),
+        "delays_removed": {delay: count for delay, count in records.counted("delay") if delay},
         "notes": list(dict.fromkeys(notes)),  # once each, however many seeds ran
     }

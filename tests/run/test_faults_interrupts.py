@@ -151,3 +151,58 @@ def test_an_interrupted_run_keeps_what_is_done_and_says_how_to_go_on(tmp_path, d
     _, alive = psutil.wait_procs(descendants, timeout=5)
     assert [p for p in alive if status(p) not in (psutil.STATUS_ZOMBIE, None)] == []  # a zombie waits for init to reap it
     assert list(temporary.iterdir()) == []
+
+
+SLOW_DATASET = '''
+import time
+from pathlib import Path
+
+import numpy as np
+
+import nsbench
+
+STARTED = Path(__file__).with_name("loading")
+
+
+def load(index):
+    STARTED.write_text("loading")  # the test signals once a clip is being loaded, before any is logged
+    time.sleep(30)
+    tone = (0.1 * np.sin(np.arange(8000) / 5.0)).astype(np.float32)
+    return nsbench.Clip(clip_id=f"c{index}", noisy=tone, clean=tone, sample_rate=16000)
+
+
+@nsbench.hookimpl
+def register_datasets(register):
+    import functools
+
+    register(nsbench.DatasetSpec(
+        name="slow-load", cell_keys=(), description="loads each clip in 30 s",
+        clips=lambda options: [nsbench.ClipSource(clip_id=f"c{i}", load=functools.partial(load, i)) for i in range(2)],
+    ))
+'''
+
+
+def test_sigterm_before_any_clip_is_logged_exits_143_with_no_traceback(tmp_path):
+    # Before the fix, ResultsWriter.finish wrote report.md into results/<dataset>/, which only the
+    # first clip's line creates: FileNotFoundError and exit code 1 instead of 143.
+    (tmp_path / "slow_dataset.py").write_text(SLOW_DATASET)
+    results = tmp_path / "results"
+    argv = [sys.executable, "benchmark.py", "--plugin", str(tmp_path / "slow_dataset.py"), "--dataset", "slow-load",
+            "--metric", "si_sdr", "--jobs", "1", "--no-cache", "--results-folder", str(results), "--quiet", "--no-plots", "--no-html"]
+    process = subprocess.Popen(argv, cwd=REPO_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "loading").is_file():
+            assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, "no clip was ever loaded"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "Traceback" not in stderr, stderr
+    assert process.returncode == 128 + signal.SIGTERM
+    assert not list((results / "slow-load").glob("*.clips.jsonl"))  # no clip was done
+    assert "Interrupted by SIGTERM" in (results / "slow-load" / "report.md").read_text()
