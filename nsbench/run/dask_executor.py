@@ -21,7 +21,9 @@ module, the workers and what to install there. The cache
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import signal
 import sys
 import uuid
@@ -38,8 +40,8 @@ from nsbench.plugins.specs import EngineSpec
 CONNECT_TIMEOUT = "5s"
 LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"
 
-# Engines built on this worker, by run token.
-_holders: dict[str, EngineHolder] = {}
+# The runs on this worker and their engines, built once per run, by run token.
+_holders: dict[str, tuple[EngineRun, EngineHolder]] = {}
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,10 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
     settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}
     with dask.config.set(settings):
         with sigint_ignored():  # inherited: a Ctrl-C reaches only this process, which stops the workers
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            # No dashboard; the scheduler's health server on a free local port, not 8787
+            # (taken by any other cluster on the machine: a warning on stderr).
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
         with cluster, Client(cluster, set_as_default=False) as client:
             yield client
 
@@ -147,7 +152,8 @@ def sigint_ignored() -> Iterator[None]:
 
 
 def send_local_plugins_by_value() -> None:
-    """Plugins loaded from a file are not importable on the workers."""
+    """Plugins loaded from a file are not importable on the workers: what
+    comes from them is pickled by value (see ``packed``)."""
     import cloudpickle
 
     for name, module in list(sys.modules.items()):
@@ -155,43 +161,105 @@ def send_local_plugins_by_value() -> None:
             cloudpickle.register_pickle_by_value(module)
 
 
-def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], notes: list[str]) -> Iterator[Outcome]:
-    """The clips' outcomes, in clip order."""
-    from distributed import KilledWorker
+def packed(value: Any) -> bytes:
+    """``value`` as cloudpickle bytes, for a task's arguments. Dask pickles
+    arguments with plain pickle first, which stores a plugin file's
+    module-level functions (a dataset's ``load``, a metric's ``compute``) by
+    reference, and a worker that cannot import that module dies decoding the
+    message (the run hung). cloudpickle honours the by-value registration,
+    and bytes reach the scheduler and workers as they are: they are unpickled
+    in the task, where a failure is the task's error."""
+    import cloudpickle
 
-    token = uuid.uuid4().hex
-    futures = client.map(work_on_worker, sources, token=token, run=run, pure=False)
+    return cloudpickle.dumps(value)
+
+
+class CannotUnpack(RuntimeError):
+    """A worker could not unpickle a task's arguments (a module it lacks)."""
+
+
+def unpacked(blob: bytes, what: str) -> Any:
+    import pickle
+
     try:
-        for source, future in zip(sources, futures):
-            try:
-                outcome, worker_notes = future.result()
-            except ModuleNotFoundError as error:  # a worker that joined after the check
-                raise UserError(
-                    f"a Dask worker cannot import {error.name}: install it on every worker; "
-                    "the clips done so far are kept"
-                ) from error
-            except KilledWorker as error:
-                outcome, worker_notes = Outcome(killed(run, source, error), None, 0), []
+        return pickle.loads(blob)
+    except Exception as error:
+        raise CannotUnpack(f"a Dask worker cannot unpickle {what}: {type(error).__name__}: {error}") from error
+
+
+def in_flight_limit(client: Any) -> int:
+    """Clips in flight at once: twice the cluster's threads, plus one, so
+    every thread has the next clip at hand as it finishes one. The one more
+    makes the clips' task group larger than twice the threads, which is
+    what the scheduler needs to call them root tasks and queue them itself,
+    handing each worker only what it runs (worker-saturation): a worker that
+    dies then costs only the clips it was running."""
+    threads = sum(client.nthreads().values()) or 1
+    return 2 * threads + 1
+
+
+def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], notes: list[str]) -> Iterator[Outcome]:
+    """The clips' outcomes, in clip order, with at most ``in_flight_limit``
+    clips submitted at a time: the parent (and a local cluster's scheduler,
+    which runs in it) holds a task per clip in flight, not per clip of the
+    set, and each result is released once consumed, so the workers drop it."""
+    token = uuid.uuid4().hex
+    run_blob = packed(run)  # once: each task carries the same bytes; a worker unpickles it once
+    remaining = iter(sources)
+    window: collections.deque[tuple[ClipSource, Any]] = collections.deque()
+
+    def submit(batch: list[ClipSource]) -> None:
+        count = len(batch)
+        futures = client.map(work_on_worker, [token] * count, [run_blob] * count, [packed(s) for s in batch], pure=False)
+        window.extend(zip(batch, futures))
+
+    try:
+        submit(list(itertools.islice(remaining, in_flight_limit(client))))  # one batch: the scheduler sees the group whole
+        while window:
+            source, future = window.popleft()
+            outcome, worker_notes = result_of(future, run, source)
+            future.release()  # the workers drop the result
+            del future
+            submit(list(itertools.islice(remaining, 1)))  # refill before the caller's turn: the workers keep going
             notes.extend(note for note in worker_notes if note not in notes)
             yield outcome
     finally:
-        client.cancel(futures)
+        client.cancel([future for _, future in window])
+        window.clear()
         with contextlib.suppress(Exception):  # a cluster going away has nothing left to close
             client.run(close_on_worker, token)
 
 
-def work_on_worker(source: ClipSource, token: str, run: EngineRun) -> tuple[Outcome, list[str]]:
+def result_of(future: Any, run: EngineRun, source: ClipSource) -> tuple[Outcome, list[str]]:
+    """The clip's outcome and the worker's notes; a clip whose workers died is
+    recorded as failed; a worker that cannot unpickle the task stops the run."""
+    from distributed import KilledWorker
+
+    try:
+        return future.result()
+    except CannotUnpack as error:
+        raise UserError(f"{error}; install it on every worker; the clips done so far are kept") from error
+    except ModuleNotFoundError as error:  # a worker that joined after the check
+        raise UserError(
+            f"a Dask worker cannot import {error.name}: install it on every worker; the clips done so far are kept"
+        ) from error
+    except KilledWorker as error:
+        return Outcome(killed(run, source, error), None, 0), []
+
+
+def work_on_worker(token: str, run_blob: bytes, source_blob: bytes) -> tuple[Outcome, list[str]]:
     if token not in _holders:
-        _holders[token] = EngineHolder(run.spec, run.options)
-    holder = _holders[token]
+        run = unpacked(run_blob, "the engine's run (its engine, metrics and options)")
+        _holders[token] = (run, EngineHolder(run.spec, run.options))
+    run, holder = _holders[token]
+    source = unpacked(source_blob, "a clip of the dataset")
     return run_clip(holder, source, run), holder.all_notes()
 
 
 def close_on_worker(token: str) -> None:
-    holder = _holders.pop(token, None)
+    _, holder = _holders.pop(token, (None, None))
     if holder is not None:
         holder.discard()
-
 
 def killed(run: EngineRun, source: ClipSource, error: Exception) -> ClipRecord:
     return run.record_for(
