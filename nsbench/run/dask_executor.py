@@ -39,6 +39,7 @@ from nsbench.plugins.specs import EngineSpec
 
 CONNECT_TIMEOUT = "5s"
 LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"
+CLIPS = "a clip of the dataset"
 
 # The runs on this worker and their engines, built once per run, by run token.
 _holders: dict[str, tuple[EngineRun, EngineHolder]] = {}
@@ -175,7 +176,14 @@ def packed(value: Any) -> bytes:
 
 
 class CannotUnpack(RuntimeError):
-    """A worker could not unpickle a task's arguments (a module it lacks)."""
+    """A worker could not unpickle a task's arguments (a module it lacks).
+    Returned by the task, not raised: a raised error is also a page of
+    traceback in each worker's log."""
+
+
+class WorkersCannotLoadClips(UserError):
+    """A worker cannot unpickle the dataset's clips: no engine can run, so
+    the run stops (nsbench.run.loop) rather than skipping engine after engine."""
 
 
 def unpacked(blob: bytes, what: str) -> Any:
@@ -236,23 +244,28 @@ def result_of(future: Any, run: EngineRun, source: ClipSource) -> tuple[Outcome,
     from distributed import KilledWorker
 
     try:
-        return future.result()
-    except CannotUnpack as error:
-        raise UserError(f"{error}; install it on every worker; the clips done so far are kept") from error
+        result = future.result()
     except ModuleNotFoundError as error:  # a worker that joined after the check
         raise UserError(
             f"a Dask worker cannot import {error.name}: install it on every worker; the clips done so far are kept"
         ) from error
     except KilledWorker as error:
         return Outcome(killed(run, source, error), None, 0), []
+    if isinstance(result, CannotUnpack):
+        stop = WorkersCannotLoadClips if CLIPS in str(result) else UserError
+        raise stop(f"{result}: install it on every worker; the clips done so far are kept")
+    return result
 
 
-def work_on_worker(token: str, run_blob: bytes, source_blob: bytes) -> tuple[Outcome, list[str]]:
-    if token not in _holders:
-        run = unpacked(run_blob, "the engine's run (its engine, metrics and options)")
-        _holders[token] = (run, EngineHolder(run.spec, run.options))
-    run, holder = _holders[token]
-    source = unpacked(source_blob, "a clip of the dataset")
+def work_on_worker(token: str, run_blob: bytes, source_blob: bytes) -> tuple[Outcome, list[str]] | CannotUnpack:
+    try:
+        if token not in _holders:
+            run = unpacked(run_blob, "the engine's run (its engine, metrics and options)")
+            _holders[token] = (run, EngineHolder(run.spec, run.options))
+        run, holder = _holders[token]
+        source = unpacked(source_blob, CLIPS)
+    except CannotUnpack as error:
+        return error
     return run_clip(holder, source, run), holder.all_notes()
 
 
@@ -264,6 +277,6 @@ def close_on_worker(token: str) -> None:
 def killed(run: EngineRun, source: ClipSource, error: Exception) -> ClipRecord:
     return run.record_for(
         source,
-        f"the Dask workers running this clip died, twice or more ({error}): a crash in the engine's native code, "
-        "or the system killed them",
+        "the Dask workers running this clip died, as often as the scheduler allows (allowed-failures): a crash in "
+        f"the engine's native code, or the system killed them ({error})",
     )
