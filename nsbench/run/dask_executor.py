@@ -67,7 +67,6 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
         from distributed import Client, LocalCluster
     except ImportError as error:
         raise UserError(f"--executor dask needs dask.distributed ({error}): pip install 'nsbench[dask]'") from error
-    send_local_plugins_by_value()
     if scheduler:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
@@ -75,6 +74,7 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
             raise UserError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT}: {error}") from error
         with client:
             check_workers(client, scheduler, engines)
+            send_local_plugins(client)
             yield client
         return
     # One retry elsewhere for a clip whose worker died, then it fails. A worker
@@ -88,6 +88,7 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
         with cluster, Client(cluster, set_as_default=False) as client:
+            send_local_plugins(client)
             yield client
 
 
@@ -152,27 +153,43 @@ def sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def send_local_plugins_by_value() -> None:
-    """Plugins loaded from a file are not importable on the workers: what
-    comes from them is pickled by value (see ``packed``)."""
+def send_local_plugins(client: Any) -> None:
+    """Plugins loaded from a file are not importable on the workers: each
+    worker, now or joining later, runs the file under the parent's module
+    name (nsbench.run.dask_plugin_files). What pickles only by value (a
+    plugin's lambdas) cloudpickle sends so (``packed``)."""
     import cloudpickle
+
+    from nsbench.run.dask_plugin_files import PluginFiles, plugin_files
 
     for name, module in list(sys.modules.items()):
         if name.startswith(LOCAL_PLUGIN_PREFIX):
             cloudpickle.register_pickle_by_value(module)
+    files = plugin_files(LOCAL_PLUGIN_PREFIX)
+    if not files:
+        return
+    try:
+        client.register_plugin(PluginFiles(files))
+    except Exception as error:
+        shown = ", ".join(path for _, path, _ in files)
+        raise UserError(f"a Dask worker cannot import the plugin file {shown}: {type(error).__name__}: {error}") from error
 
 
 def packed(value: Any) -> bytes:
-    """``value`` as cloudpickle bytes, for a task's arguments. Dask pickles
-    arguments with plain pickle first, which stores a plugin file's
-    module-level functions (a dataset's ``load``, a metric's ``compute``) by
-    reference, and a worker that cannot import that module dies decoding the
-    message (the run hung). cloudpickle honours the by-value registration,
-    and bytes reach the scheduler and workers as they are: they are unpickled
-    in the task, where a failure is the task's error."""
-    import cloudpickle
+    """``value`` as bytes, for a task's arguments: the scheduler passes them
+    on unread (it need not import the plugins) and the task unpickles them,
+    where a failure is the task's result (``CannotUnpack``) instead of a
+    worker dying as it decodes the message (the run hung). Plain pickle
+    first (fast: a plugin file's functions by reference, installed on the
+    workers by ``send_local_plugins``), cloudpickle for what it cannot do."""
+    import pickle
 
-    return cloudpickle.dumps(value)
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        import cloudpickle
+
+        return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class CannotUnpack(RuntimeError):

@@ -222,20 +222,21 @@ def test_a_dataset_and_a_metric_from_a_plugin_file_run_on_a_local_dask_cluster(t
 @pytest.mark.slow
 def test_a_worker_that_cannot_unpickle_a_clip_ends_the_run_in_one_line(tmp_path):
     """The clips' load functions hold an object of a module made in the
-    parent alone (as a module on the parent's path only would be): each
+    parent alone (as a module on the parent's path only would be; the
+    workers run the plugin file too, in processes of their own name): each
     worker fails to unpickle the clip, and the run stops at once instead of
     hanging."""
     plugin = tmp_path / "tones_plugin.py"
     plugin.write_text(DATASET_PLUGIN + textwrap.dedent(
         """
-        import sys, types
-        only_here = types.ModuleType("only_in_the_parent")
+        import multiprocessing, sys, types
+        only_here = types.ModuleType("only_in_the_parent" if multiprocessing.current_process().name == "MainProcess" else "elsewhere")
         class Gain:
             def __call__(self, clip):
                 return clip
         Gain.__module__ = "only_in_the_parent"
         only_here.Gain = Gain
-        sys.modules["only_in_the_parent"] = only_here
+        sys.modules[only_here.__name__] = only_here
 
         def load_through(gain, index):
             return gain(load_clip(index))
