@@ -5,17 +5,27 @@ starts a local cluster of ``--jobs`` single-threaded worker processes and stops
 it at the end. Each worker builds an engine once per run and keeps it for the
 run's clips; the parent closes them on every worker when the engine is done.
 
-A worker that dies takes its clip with it: the scheduler gives the clip to
-another worker once (``distributed.scheduler.allowed-failures`` is 1 on a local
-cluster, and each worker holds only the clip it runs, so a death counts
-against that clip alone; an existing scheduler keeps its own settings), then
-the clip is recorded as failed and the run goes on.
+The parent keeps at most ``in_flight_limit`` clips submitted (twice the
+cluster's threads, plus one), takes their results in clip order and releases
+each once taken: its memory, and that of a local cluster's scheduler (which
+runs in this process), stays flat in the number of clips, and the workers
+hold no result after it is consumed.
 
-Workers need nsbench, the engines' packages and the plugins importable; a
-plugin given by file path (``--plugin file.py``) is sent by value. On an
-existing cluster this is checked on every worker before anything runs: a
-worker that cannot import one of them stops the run in one line naming the
-module, the workers and what to install there. The cache
+A worker that dies takes the clips it runs with it: the scheduler gives each
+to another worker (``distributed.scheduler.allowed-failures`` is 1 on a local
+cluster; the scheduler queues the clips and hands each worker only the one it
+runs, so a death counts against that clip alone; an existing scheduler keeps
+its own settings), then the clip is recorded as failed and the run goes on.
+
+Workers need nsbench and the engines' packages importable; a plugin given by
+file path (``--plugin file.py``) is installed on each worker under the
+parent's module name (nsbench.run.dask_plugin_files). Task arguments travel
+as pickled bytes, unpickled in the task: a worker that cannot (a module it
+lacks) returns the reason, and the run stops in one line rather than the
+worker dying on the message. On an existing cluster the imports are checked
+on every worker before anything runs: a worker that cannot import one stops
+the run in one line naming the module, the workers and what to install
+there. The cache
 (nsbench.store.cache) is written where each worker runs: on a remote cluster, point
 ``NSBENCH_CACHE`` at a shared filesystem for runs to resume there.
 """
