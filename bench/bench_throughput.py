@@ -57,9 +57,9 @@ the workers keep every result until the engine ends, nsbench.run.dask_executor:r
 (The tree's peak is polled, the parent's exact: a polled tree peak under the
 parent's is the poll missing the peak. The engines' own CPU is 4% of the
 total: on 1-second clips with speex nearly all of it is the harness, scoring
-first: STOI/ESTOI, bench/MEMORY_AUDIT.md.) Dask needs ``PYTHONPATH=bench``
-for today's main, which this script sets (bench/generated_clips_plugin.py says
-why); without it the Dask run hangs at 0 clips.
+first: STOI/ESTOI, bench/MEMORY_AUDIT.md.) Dask needed ``PYTHONPATH=bench``
+before nsbench.run.dask_executor sent a plugin file's functions by value; it
+no longer does, and this script no longer sets it.
 """
 from __future__ import annotations
 
@@ -176,9 +176,7 @@ def run_once(clips: int, executor: str, use_cache: bool, jobs: int | None, with_
             *(a for engine in ENGINES for a in ("--engine", engine)), "--quiet", "--results-folder", str(results),
             "--executor", executor, *([] if use_cache else ["--no-cache"]), *(["--jobs", str(jobs)] if jobs else []),
             *([] if with_report else ["--no-plots", "--no-html"])]
-    # Dask workers import the plugin's clip loader by name (bench/generated_clips_plugin.py says why).
-    path = os.pathsep.join(filter(None, [str(PLUGIN.parent), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "NSBENCH_CACHE": str(cache), "PYTHONPATH": path}
+    env = {**os.environ, "NSBENCH_CACHE": str(cache)}
     before = children_cpu()
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-c", WRAPPER, str(hwm_file), str(REPO), *argv], cwd=REPO, env=env,

@@ -13,22 +13,15 @@ every clip id and label is computed, not read: listing 100,000 clips costs
 next to nothing.
 
 A plugin file, not a built-in. ``load`` is a module-level function under a
-partial, so it pickles for ``--jobs`` workers. Dask workers must import it by
-name: dask pickles task arguments with plain pickle first, which stores a
-function by reference, so nsbench.run.dask_executor's cloudpickle
-by-value registration of ``nsbench_local_plugin_*`` modules does not reach a
-dataset's ``load`` (today's main: the workers fail with "No module named
-'nsbench_local_plugin_generated_clips_plugin'" and the run hangs). So the
-clips load through this file imported under its own name,
-``generated_clips_plugin``, and a Dask run needs ``PYTHONPATH=bench`` (the
-workers inherit it; bench/bench_throughput.py sets it).
+partial, so it pickles for ``--jobs`` workers; Dask workers get it by value
+(nsbench.run.dask_executor sends a plugin file's functions as cloudpickle
+bytes), so a Dask run needs no PYTHONPATH. (Before that fix the workers died
+with "No module named 'nsbench_local_plugin_generated_clips_plugin'" and the
+run hung; this file imported itself under its own name as a workaround.)
 """
 from __future__ import annotations
 
 import functools
-import importlib
-import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -92,22 +85,9 @@ def labels(index: int) -> dict[str, str]:
     return {"noise": kind, "snr_db": str(snr_db)}
 
 
-def importable_loader():
-    """load_clip from this file imported by its own name, which Dask workers
-    can import (with bench/ on PYTHONPATH); this module's own where not."""
-    folder = str(Path(__file__).resolve().parent)
-    if folder not in sys.path:
-        sys.path.append(folder)
-    try:
-        return importlib.import_module(Path(__file__).stem).load_clip
-    except ImportError:
-        return load_clip
-
-
 def clips(options) -> list[nsbench.ClipSource]:
     count = int(options.get("generated_clips") or DEFAULT_CLIPS)
-    load = importable_loader()
-    return [nsbench.ClipSource(clip_id=clip_id(i), load=functools.partial(load, i), labels=labels(i))
+    return [nsbench.ClipSource(clip_id=clip_id(i), load=functools.partial(load_clip, i), labels=labels(i))
             for i in range(count)]
 
 

@@ -5,23 +5,35 @@ starts a local cluster of ``--jobs`` single-threaded worker processes and stops
 it at the end. Each worker builds an engine once per run and keeps it for the
 run's clips; the parent closes them on every worker when the engine is done.
 
-A worker that dies takes its clip with it: the scheduler gives the clip to
-another worker once (``distributed.scheduler.allowed-failures`` is 1 on a local
-cluster, and each worker holds only the clip it runs, so a death counts
-against that clip alone; an existing scheduler keeps its own settings), then
-the clip is recorded as failed and the run goes on.
+The parent keeps at most ``in_flight_limit`` clips submitted (twice the
+cluster's threads, plus one), takes their results in clip order and releases
+each once taken: its memory, and that of a local cluster's scheduler (which
+runs in this process), stays flat in the number of clips, and the workers
+hold no result after it is consumed.
 
-Workers need nsbench, the engines' packages and the plugins importable; a
-plugin given by file path (``--plugin file.py``) is sent by value. On an
-existing cluster this is checked on every worker before anything runs: a
-worker that cannot import one of them stops the run in one line naming the
-module, the workers and what to install there. The cache
+A worker that dies takes the clips it runs with it: the scheduler gives each
+to another worker (``distributed.scheduler.allowed-failures`` is 1 on a local
+cluster; the scheduler queues the clips and hands each worker only the one it
+runs, so a death counts against that clip alone; an existing scheduler keeps
+its own settings), then the clip is recorded as failed and the run goes on.
+
+Workers need nsbench and the engines' packages importable; a plugin given by
+file path (``--plugin file.py``) is installed on each worker under the
+parent's module name (nsbench.run.dask_plugin_files). Task arguments travel
+as pickled bytes, unpickled in the task: a worker that cannot (a module it
+lacks) returns the reason, and the run stops in one line rather than the
+worker dying on the message. On an existing cluster the imports are checked
+on every worker before anything runs: a worker that cannot import one stops
+the run in one line naming the module, the workers and what to install
+there. The cache
 (nsbench.store.cache) is written where each worker runs: on a remote cluster, point
 ``NSBENCH_CACHE`` at a shared filesystem for runs to resume there.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import signal
 import sys
 import uuid
@@ -37,9 +49,16 @@ from nsbench.plugins.specs import EngineSpec
 
 CONNECT_TIMEOUT = "5s"
 LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"
+CLIPS = "a clip of the dataset"
+# A local cluster idling costs ~0.11 CPU-s a second across its processes, most
+# of it timers: an event-loop tick every 20 ms (only for "unresponsive loop"
+# warnings), system and memory monitors every 0.5 s and 0.1 s (dashboard
+# figures; memory limits then react within 1 s). Slower timers: ~0.07 CPU-s/s.
+QUIET_TIMERS = {"distributed.admin.tick.interval": "1s", "distributed.admin.system-monitor.interval": "2s",
+                "distributed.worker.memory.monitor-interval": "1s"}
 
-# Engines built on this worker, by run token.
-_holders: dict[str, EngineHolder] = {}
+# The runs on this worker and their engines, built once per run, by run token.
+_holders: dict[str, tuple[EngineRun, EngineHolder]] = {}
 
 
 @dataclass(frozen=True)
@@ -64,7 +83,6 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
         from distributed import Client, LocalCluster
     except ImportError as error:
         raise UserError(f"--executor dask needs dask.distributed ({error}): pip install 'nsbench[dask]'") from error
-    send_local_plugins_by_value()
     if scheduler:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
@@ -72,16 +90,21 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
             raise UserError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT}: {error}") from error
         with client:
             check_workers(client, scheduler, engines)
+            send_local_plugins(client)
             yield client
         return
     # One retry elsewhere for a clip whose worker died, then it fails. A worker
     # holds only the clip it runs (saturation 1.0): a clip queued on a worker
     # that died would otherwise count that death against it too.
-    settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}
+    settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0, **QUIET_TIMERS}
     with dask.config.set(settings):
         with sigint_ignored():  # inherited: a Ctrl-C reaches only this process, which stops the workers
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            # No dashboard; the scheduler's health server on a free local port, not 8787
+            # (taken by any other cluster on the machine: a warning on stderr).
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
         with cluster, Client(cluster, set_as_default=False) as client:
+            send_local_plugins(client)
             yield client
 
 
@@ -146,56 +169,147 @@ def sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def send_local_plugins_by_value() -> None:
-    """Plugins loaded from a file are not importable on the workers."""
+def send_local_plugins(client: Any) -> None:
+    """Plugins loaded from a file are not importable on the workers: each
+    worker, now or joining later, runs the file under the parent's module
+    name (nsbench.run.dask_plugin_files). What pickles only by value (a
+    plugin's lambdas) cloudpickle sends so (``packed``)."""
     import cloudpickle
+
+    from nsbench.run.dask_plugin_files import PluginFiles, plugin_files
 
     for name, module in list(sys.modules.items()):
         if name.startswith(LOCAL_PLUGIN_PREFIX):
             cloudpickle.register_pickle_by_value(module)
+    files = plugin_files(LOCAL_PLUGIN_PREFIX)
+    if not files:
+        return
+    try:
+        client.register_plugin(PluginFiles(files))
+    except Exception as error:
+        shown = ", ".join(path for _, path, _ in files)
+        raise UserError(f"a Dask worker cannot import the plugin file {shown}: {type(error).__name__}: {error}") from error
+
+
+def packed(value: Any) -> bytes:
+    """``value`` as bytes, for a task's arguments: the scheduler passes them
+    on unread (it need not import the plugins) and the task unpickles them,
+    where a failure is the task's result (``CannotUnpack``) instead of a
+    worker dying as it decodes the message (the run hung). Plain pickle
+    first (fast: a plugin file's functions by reference, installed on the
+    workers by ``send_local_plugins``), cloudpickle for what it cannot do."""
+    import pickle
+
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        import cloudpickle
+
+        return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class CannotUnpack(RuntimeError):
+    """A worker could not unpickle a task's arguments (a module it lacks).
+    Returned by the task, not raised: a raised error is also a page of
+    traceback in each worker's log."""
+
+
+class WorkersCannotLoadClips(UserError):
+    """A worker cannot unpickle the dataset's clips: no engine can run, so
+    the run stops (nsbench.run.loop) rather than skipping engine after engine."""
+
+
+def unpacked(blob: bytes, what: str) -> Any:
+    import pickle
+
+    try:
+        return pickle.loads(blob)
+    except Exception as error:
+        raise CannotUnpack(f"a Dask worker cannot unpickle {what}: {type(error).__name__}: {error}") from error
+
+
+def in_flight_limit(client: Any) -> int:
+    """Clips in flight at once: twice the cluster's threads, plus one, so
+    every thread has the next clip at hand as it finishes one. The one more
+    makes the clips' task group larger than twice the threads, which is
+    what the scheduler needs to call them root tasks and queue them itself,
+    handing each worker only what it runs (worker-saturation): a worker that
+    dies then costs only the clips it was running."""
+    threads = sum(client.nthreads().values()) or 1
+    return 2 * threads + 1
 
 
 def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], notes: list[str]) -> Iterator[Outcome]:
-    """The clips' outcomes, in clip order."""
-    from distributed import KilledWorker
-
+    """The clips' outcomes, in clip order, with at most ``in_flight_limit``
+    clips submitted at a time: the parent (and a local cluster's scheduler,
+    which runs in it) holds a task per clip in flight, not per clip of the
+    set, and each result is released once consumed, so the workers drop it."""
     token = uuid.uuid4().hex
-    futures = client.map(work_on_worker, sources, token=token, run=run, pure=False)
+    run_blob = packed(run)  # once: each task carries the same bytes; a worker unpickles it once
+    remaining = iter(sources)
+    window: collections.deque[tuple[ClipSource, Any]] = collections.deque()
+
+    def submit(batch: list[ClipSource]) -> None:
+        count = len(batch)
+        futures = client.map(work_on_worker, [token] * count, [run_blob] * count, [packed(s) for s in batch], pure=False)
+        window.extend(zip(batch, futures))
+
     try:
-        for source, future in zip(sources, futures):
-            try:
-                outcome, worker_notes = future.result()
-            except ModuleNotFoundError as error:  # a worker that joined after the check
-                raise UserError(
-                    f"a Dask worker cannot import {error.name}: install it on every worker; "
-                    "the clips done so far are kept"
-                ) from error
-            except KilledWorker as error:
-                outcome, worker_notes = Outcome(killed(run, source, error), None, 0), []
+        submit(list(itertools.islice(remaining, in_flight_limit(client))))  # one batch: the scheduler sees the group whole
+        while window:
+            source, future = window.popleft()
+            outcome, worker_notes = result_of(future, run, source)
+            future.release()  # the workers drop the result
+            del future
+            submit(list(itertools.islice(remaining, 1)))  # refill before the caller's turn: the workers keep going
             notes.extend(note for note in worker_notes if note not in notes)
             yield outcome
     finally:
-        client.cancel(futures)
+        client.cancel([future for _, future in window])
+        window.clear()
         with contextlib.suppress(Exception):  # a cluster going away has nothing left to close
             client.run(close_on_worker, token)
 
 
-def work_on_worker(source: ClipSource, token: str, run: EngineRun) -> tuple[Outcome, list[str]]:
-    if token not in _holders:
-        _holders[token] = EngineHolder(run.spec, run.options)
-    holder = _holders[token]
+def result_of(future: Any, run: EngineRun, source: ClipSource) -> tuple[Outcome, list[str]]:
+    """The clip's outcome and the worker's notes; a clip whose workers died is
+    recorded as failed; a worker that cannot unpickle the task stops the run."""
+    from distributed import KilledWorker
+
+    try:
+        result = future.result()
+    except ModuleNotFoundError as error:  # a worker that joined after the check
+        raise UserError(
+            f"a Dask worker cannot import {error.name}: install it on every worker; the clips done so far are kept"
+        ) from error
+    except KilledWorker as error:
+        return Outcome(killed(run, source, error), None, 0), []
+    if isinstance(result, CannotUnpack):
+        stop = WorkersCannotLoadClips if CLIPS in str(result) else UserError
+        raise stop(f"{result}: install it on every worker; the clips done so far are kept")
+    return result
+
+
+def work_on_worker(token: str, run_blob: bytes, source_blob: bytes) -> tuple[Outcome, list[str]] | CannotUnpack:
+    try:
+        if token not in _holders:
+            run = unpacked(run_blob, "the engine's run (its engine, metrics and options)")
+            _holders[token] = (run, EngineHolder(run.spec, run.options))
+        run, holder = _holders[token]
+        source = unpacked(source_blob, CLIPS)
+    except CannotUnpack as error:
+        return error
     return run_clip(holder, source, run), holder.all_notes()
 
 
 def close_on_worker(token: str) -> None:
-    holder = _holders.pop(token, None)
+    _, holder = _holders.pop(token, (None, None))
     if holder is not None:
         holder.discard()
-
 
 def killed(run: EngineRun, source: ClipSource, error: Exception) -> ClipRecord:
     return run.record_for(
         source,
-        f"the Dask workers running this clip died, twice or more ({error}): a crash in the engine's native code, "
-        "or the system killed them",
+        "the Dask workers running this clip died, as often as the scheduler allows (allowed-failures): a crash in "
+        f"the engine's native code, or the system killed them ({error})",
     )

@@ -94,3 +94,64 @@ def test_a_real_cluster_checks_its_workers_then_runs(tmp_path):
         for where in ("cluster", "serial")
     }
     assert len(scores["cluster"]) == 2 and scores["cluster"] == scores["serial"]
+
+
+# An engine of ~0.4 s a clip, so that a worker is killed in the middle of one.
+SLOW_PLUGIN = '''
+import time
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.specs import EngineSpec
+
+class Slow:
+    sample_rate, delay = 16000, 0
+    def process(self, audio):
+        time.sleep(0.4)
+        return 0.7 * audio
+    def close(self):
+        pass
+
+@hookimpl
+def register_engines(register):
+    register(EngineSpec(name="slow", factory=lambda options: Slow(), description="0.7x, slowly", sample_rate=16000, delay=0))
+'''
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_costs_only_the_clip_it_was_running(tmp_path):
+    """SIGKILL to one of two `dask worker` processes (no nanny: it stays dead)
+    once some clips are logged. The scheduler allows no retry and hands each
+    worker only the clip it runs, so exactly that clip fails, with the reason;
+    the other worker scores every other clip, and the run ends normally."""
+    from tests.helpers.audio import make_folder_dataset
+
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT),
+           "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0", "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
+    data = make_folder_dataset(tmp_path / "data", 24, seconds=0.5, name="utt{index:02d}")
+    plugin = tmp_path / "slow_plugin.py"
+    plugin.write_text(SLOW_PLUGIN)
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)]
+    results = tmp_path / "results"
+    log = results / "folder" / "slow.clips.jsonl"
+    with process(scheduler, tmp_path, env):
+        address = scheduler_address(scheduler_file)
+        worker = [DASK, "worker", address, "--nthreads", "1", "--no-dashboard", "--no-nanny"]
+        with process(worker, tmp_path, env) as doomed, process(worker, tmp_path, env):
+            wait_for_workers(address, 2)
+            command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "slow", "--dataset", "folder",
+                       "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--scheduler", address,
+                       "--quiet", "--no-plots", "--no-html", "--no-cache", "--results-folder", str(results)]
+            run = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 240
+            while not (log.is_file() and len(log.read_text().splitlines()) >= 4):
+                assert run.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
+                time.sleep(0.05)
+            os.killpg(doomed.pid, signal.SIGKILL)
+            _, stderr = run.communicate(timeout=300)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert run.returncode == 4, stderr[-3000:]  # every result written; one clip failed
+    assert [row["clip_id"] for row in records] == [f"utt{index:02d}" for index in range(24)]
+    failed = [row for row in records if row["error"] is not None]
+    assert len(failed) == 1, [(row["clip_id"], row["error"]) for row in failed]
+    assert failed[0]["error"].startswith("the Dask workers running this clip died, as often as the scheduler allows")
+    assert all("si_sdr" in row["scores"] for row in records if row["error"] is None)
