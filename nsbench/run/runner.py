@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from typing import Callable, Container, Iterator, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 from nsbench.run.clips import needs_beyond_cache, run_clip
 from nsbench.run.engine_run import ENGINE_FAULTS, EngineHolder, EngineRun, NeedsEngine, NeedsScores, Outcome
@@ -69,7 +69,7 @@ def run_engine(
     # With an executor, cached outputs that a new metric must score go to its workers too.
     served = dataclasses.replace(run, stored_only=True) if executor is not None else run
     complete, engine_needed = complete_in_cache(served, sources)
-    missing = [source for index, source in enumerate(sources) if index not in complete]
+    missing = [source for source, whole in zip(sources, complete) if not whole]
     if not missing:
         if built is not None:
             built.discard()
@@ -98,20 +98,20 @@ def run_engine(
             engine_notes.extend(holder.notes)
 
 
-def complete_in_cache(run: EngineRun, sources: Sequence[ClipSource]) -> tuple[set[int], bool]:
-    """The indices of the clips the cache serves whole, and whether a clip left
+def complete_in_cache(run: EngineRun, sources: Sequence[ClipSource]) -> tuple[bytearray, bool]:
+    """Per clip, whether the cache serves it whole (a byte each: a set of
+    100,000 indices would cost megabytes), and whether a clip left
     out needs the engine. Decided without reading any output (each is read
     when its turn comes, nsbench.run.clips.needs_beyond_cache), so the run
     holds none of them. With ``run.stored_only``, a clip whose output is
     cached but not some score is left out too (scoring it here would run
     serially while the executor's workers wait)."""
     if run.cache is None or not run.cache.knows(run.identity.engine):
-        return set(), True
-    complete, engine_needed = set(), False
+        return bytearray(len(sources)), True
+    complete, engine_needed = bytearray(len(sources)), False
     for index, source in enumerate(sources):
         need = needs_beyond_cache(source, run)
-        if need is None:
-            complete.add(index)
+        complete[index] = need is None
         engine_needed = engine_needed or need == "engine"
     return complete, engine_needed
 
@@ -127,13 +127,13 @@ def from_cache(run: EngineRun, source: ClipSource, fallback: EngineHolder) -> Ou
         return run_clip(fallback, source, dataclasses.replace(run, stored_only=False))
 
 
-def in_clip_order(cached: Callable[[int], Outcome], complete: Container[int], computed: Iterator[Outcome],
+def in_clip_order(cached: Callable[[int], Outcome], complete: Sequence[int], computed: Iterator[Outcome],
                   count: int) -> Iterator[Outcome]:
-    """Every clip's outcome in order: ``cached(index)`` for the clips in
+    """Every clip's outcome in order: ``cached(index)`` for the clips marked
     ``complete``, the next of ``computed`` for the others."""
     try:
         for index in range(count):
-            yield cached(index) if index in complete else next(computed)
+            yield cached(index) if complete[index] else next(computed)
         next(computed, None)  # lets it end normally: its workers close their engines
     finally:
         computed.close()  # stops the workers now if the consumer stopped early
