@@ -56,8 +56,9 @@ def run_engine(
     serial run's (only the timings differ).
 
     With ``run.cache`` (and the run's ``identity``), clips whose output and
-    scores are all stored come from it first, and the engine is built only if
-    some clip still needs it; what is computed is stored as it comes.
+    scores are all stored come from it, each read when its turn comes (none
+    is held ahead), and the engine is built only if some clip still needs it;
+    what is computed is stored as it comes.
 
     With ``run.blocks``, engines that can stream run block by block (nsbench.run.streaming).
 
