@@ -9,7 +9,7 @@ summary (nsbench.run.engine_turn.summarise_engine) VmHWM is read, and just
 after it the kernel's peak is reset to the current RSS (/proc/self/clear_refs,
 "5"), so the next engine's clips start from there (the heap the summary
 freed trimmed first: glibc, Linux). Used by
-tests/run/test_memory_growth.py.
+tests/run/test_memory_growth.py and bench/bench_throughput.py.
 """
 from __future__ import annotations
 
@@ -47,15 +47,18 @@ def measuring_clip_loops(clip_peaks: list[int], other_peaks: list[int]):
     return summarise_and_reset
 
 
-def run(argv: list[str]) -> int:
+def measure(argv: list[str]) -> tuple[int, dict[str, int]]:
+    """main's exit code, and the peaks in bytes ("clips", "whole") with the
+    number of engines whose clips were measured."""
     clip_peaks: list[int] = []
     other_peaks: list[int] = []
     engine_turn.summarise_engine = measuring_clip_loops(clip_peaks, other_peaks)
     code = main(argv)
     whole = max([*clip_peaks, *other_peaks, peak_bytes()])
-    print(json.dumps({"clips": max(clip_peaks, default=0), "engines": len(clip_peaks), "whole": whole}))
-    return code
+    return code, {"clips": max(clip_peaks, default=0), "engines": len(clip_peaks), "whole": whole}
 
 
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1:]))
+    exit_code, figures = measure(sys.argv[1:])
+    print(json.dumps(figures))
+    sys.exit(exit_code)
