@@ -57,6 +57,21 @@ Dask, a local cluster of 2 single-threaded workers (the same flags plus --execut
 the workers keep every result until the engine ends, nsbench.run.dask_executor:run_on_dask.)
 10,000 clips did not fit the time left (4,000 took 18 minutes on the loaded machine).
 
+After the pool's bounded window and the lazy cache (nsbench.run.executors,
+nsbench.run.runner; branch flow), against main at c10540b in the same
+sitting, local, with cache (load average 7-14: wall and CPU noisy):
+
+    clips  tree        parent peak MB  vs 1,000
+    1,000  main        473             1.00x
+    4,000  main        1634            3.45x
+    1,000  flow        408             1.00x
+    4,000  flow        1373            3.36x
+
+The clip loops hold little now (tests/run/test_memory_growth.py: 13 KB a clip
+over two engines, 79 KB before); the whole run's peak is the summaries'
+bootstrap, nsbench.report.statistics.uncertainty, which resamples every
+column at once: (columns, 1000, clips) float64, and np.median's copy of it.
+
 (The tree's peak is polled, the parent's exact: a polled tree peak under the
 parent's is the poll missing the peak. The engines' own CPU is 4% of the
 total: on 1-second clips with speex nearly all of it is the harness, scoring
