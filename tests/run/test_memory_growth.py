@@ -4,7 +4,8 @@ by what each clip's record and source cost, not by its audio.
 A real run in a subprocess (bench/generated_clips_plugin.py makes each
 one-second clip when it is loaded; speex and the passthrough, si_sdr, two
 worker processes, a cache of its own), its peak RSS read by the benchmark
-process itself (VmHWM, exact: not polled, not a timing). Before the pool kept
+process itself (VmHWM, exact: not polled, not a timing), over the engines'
+clip loops and over the whole run (tests/helpers/peak_rss_run.py). Before the pool kept
 a bounded window and the cache was read lazily (nsbench.run.executors,
 nsbench.run.runner), each clip cost the parent ~390 KB over two engines
 (bench/MEMORY_AUDIT.md); what is left is mostly the records the report keeps
