@@ -67,8 +67,11 @@ sitting, local, with cache (load average 7-14: wall and CPU noisy):
     1,000  flow        408             1.00x
     4,000  flow        1373            3.36x
 
-The clip loops hold little now (tests/run/test_memory_growth.py: 13 KB a clip
-over two engines, 79 KB before); the whole run's peak is the summaries'
+The clip loops' peak (the next column, run just after on flow, load 1-4):
+1,000 clips 69 MB, 4,000 clips 121 MB (1.76x, 17 KB a clip over two engines
+with every default metric: the records the run keeps for the report, and the
+sources); tests/run/test_memory_growth.py (si_sdr only): 13 KB a clip, 79 KB
+before. So the whole run's peak is the summaries'
 bootstrap, nsbench.report.statistics.uncertainty, which resamples every
 column at once: (columns, 1000, clips) float64, and np.median's copy of it.
 
