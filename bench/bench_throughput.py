@@ -26,9 +26,12 @@ Per run it prints:
   workers whose nanny does not wait for them;
 * clips per second (N / wall);
 * the parent's peak RSS: VmHWM from /proc/self/status, read by the benchmark
-  process itself as it ends (a small wrapper around nsbench.cli.main: exact,
-  not polled); and the tree's peak RSS (the sum over the process and its
-  descendants, polled every 50 ms);
+  process itself as it ends (a small wrapper around nsbench.cli.main,
+  tests/helpers/peak_rss_run.py: exact, not polled); and the tree's peak RSS
+  (the sum over the process and its descendants, polled every 50 ms);
+* the clip loops' peak: the parent's VmHWM while the engines ran their clips,
+  each engine's summary left out (the wrapper resets VmHWM after each one),
+  what nsbench.run holds, apart from what the report's statistics make;
 * harness CPU per clip-engine: (tree CPU - the engines' own CPU) / 2N, where
   the engines' own CPU is the sum of ``cpu_seconds`` (= rtf_cpu x the clip's
   seconds) over both engines' .clips.jsonl. The results do not record the
@@ -54,6 +57,24 @@ Dask, a local cluster of 2 single-threaded workers (the same flags plus --execut
 the workers keep every result until the engine ends, nsbench.run.dask_executor:run_on_dask.)
 10,000 clips did not fit the time left (4,000 took 18 minutes on the loaded machine).
 
+After the pool's bounded window and the lazy cache (nsbench.run.executors,
+nsbench.run.runner; branch flow), against main at c10540b in the same
+sitting, local, with cache (load average 7-14: wall and CPU noisy):
+
+    clips  tree        parent peak MB  vs 1,000
+    1,000  main        473             1.00x
+    4,000  main        1634            3.45x
+    1,000  flow        408             1.00x
+    4,000  flow        1373            3.36x
+
+The clip loops' peak (the next column, run just after on flow, load 1-4):
+1,000 clips 69 MB, 4,000 clips 121 MB (1.76x, 17 KB a clip over two engines
+with every default metric: the records the run keeps for the report, and the
+sources); tests/run/test_memory_growth.py (si_sdr only): 13 KB a clip, 79 KB
+before. So the whole run's peak is the summaries'
+bootstrap, nsbench.report.statistics.uncertainty, which resamples every
+column at once: (columns, 1000, clips) float64, and np.median's copy of it.
+
 (The tree's peak is polled, the parent's exact: a polled tree peak under the
 parent's is the poll missing the peak. The engines' own CPU is 4% of the
 total: on 1-second clips with speex nearly all of it is the harness, scoring
@@ -65,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import shutil
@@ -83,13 +105,12 @@ PLUGIN = REPO / "bench" / "generated_clips_plugin.py"
 POLL_SECONDS = 0.05
 MB = 1e6
 ENGINES = ("speex",)  # plus the passthrough baseline, which the harness adds
-# Runs nsbench.cli.main in this process, then writes its own VmHWM (the peak
-# RSS of the benchmark process, exact) to the file named by argv[1].
+# Runs nsbench.cli.main in this process (tests/helpers/peak_rss_run.py), then
+# writes its peaks (bytes; VmHWM, exact) as JSON to the file named by argv[1]:
+# the whole run's, and the engines' clip loops' (each engine's summary left out).
 WRAPPER = (
-    "import sys; sys.path.insert(0, sys.argv[2]); from nsbench.cli import main; "
-    "code = main(sys.argv[3:]); "
-    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]; "
-    "open(sys.argv[1], 'w').write(hwm); sys.exit(code)"
+    "import json, sys; sys.path.insert(0, sys.argv[2]); from tests.helpers.peak_rss_run import measure; "
+    "code, figures = measure(sys.argv[3:]); open(sys.argv[1], 'w').write(json.dumps(figures)); sys.exit(code)"
 )
 
 
@@ -102,6 +123,7 @@ class Figures:
     cpu_rusage: float = 0.0
     cpu_tree: float = 0.0
     parent_peak: float = 0.0  # bytes, VmHWM
+    clips_peak: float = 0.0  # bytes, VmHWM while the engines ran their clips (summaries left out)
     tree_peak: float = 0.0  # bytes, polled
     engine_cpu: float = 0.0
     clip_engines: int = 0
@@ -171,7 +193,7 @@ def engines_cpu(results: Path) -> tuple[float, int]:
 def run_once(clips: int, executor: str, use_cache: bool, jobs: int | None, with_report: bool, work: Path) -> Figures:
     figures = Figures(clips, executor, use_cache)
     run_folder = Path(tempfile.mkdtemp(prefix=f"tp-{clips}-{executor}-", dir=work))
-    cache, results, hwm_file = run_folder / "cache", run_folder / "results", run_folder / "vmhwm_kb"
+    cache, results, hwm_file = run_folder / "cache", run_folder / "results", run_folder / "peaks.json"
     argv = ["--plugin", str(PLUGIN), "--dataset", "generated-clips", "--generated-clips", str(clips),
             *(a for engine in ENGINES for a in ("--engine", engine)), "--quiet", "--results-folder", str(results),
             "--executor", executor, *([] if use_cache else ["--no-cache"]), *(["--jobs", str(jobs)] if jobs else []),
@@ -193,7 +215,8 @@ def run_once(clips: int, executor: str, use_cache: bool, jobs: int | None, with_
     figures.cpu_rusage = children_cpu() - before
     figures.cpu_tree = max(sum(poller.cpu.values()), figures.cpu_rusage)
     figures.tree_peak = poller.peak
-    figures.parent_peak = int(hwm_file.read_text()) * 1024 if hwm_file.is_file() else float("nan")
+    peaks = json.loads(hwm_file.read_text()) if hwm_file.is_file() else {"whole": math.nan, "clips": math.nan}
+    figures.parent_peak, figures.clips_peak = peaks["whole"], peaks["clips"]
     figures.engine_cpu, figures.clip_engines = engines_cpu(results)
     if cache.is_dir():
         figures.cache_bytes, figures.cache_files = folder_size(cache)
@@ -201,16 +224,19 @@ def run_once(clips: int, executor: str, use_cache: bool, jobs: int | None, with_
 
 
 HEADER = ("clips", "executor", "cache", "wall s", "CPU s (rusage/tree)", "clips/s", "parent peak MB", "tree peak MB",
-          "engines' CPU s", "harness ms/clip-engine", "cache MB", "cache files", "parent peak vs first")
+          "engines' CPU s", "harness ms/clip-engine", "cache MB", "cache files", "parent peak vs first",
+          "clip loops' peak MB", "clip loops vs first")
 
 
 def row(figures: Figures, first: Figures | None) -> tuple[str, ...]:
     ratio = figures.parent_peak / first.parent_peak if first else 1.0
+    loops = figures.clips_peak / first.clips_peak if first else 1.0
     return (f"{figures.clips:,}", figures.executor, "on" if figures.cache else "off", f"{figures.wall:.1f}",
             f"{figures.cpu_rusage:.1f}/{figures.cpu_tree:.1f}", f"{figures.clips / figures.wall:.1f}",
             f"{figures.parent_peak / MB:.0f}", f"{figures.tree_peak / MB:.0f}", f"{figures.engine_cpu:.1f}",
             f"{figures.harness_ms:.1f}", f"{figures.cache_bytes / MB:.0f}" if figures.cache else "-",
-            f"{figures.cache_files:,}" if figures.cache else "-", f"{ratio:.2f}x")
+            f"{figures.cache_files:,}" if figures.cache else "-", f"{ratio:.2f}x", f"{figures.clips_peak / MB:.0f}",
+            f"{loops:.2f}x")
 
 
 def print_table(rows: list[tuple[str, ...]]) -> None:

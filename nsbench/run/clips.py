@@ -29,7 +29,7 @@ from nsbench.run.engine_run import (
     NonFiniteOutput,
     Outcome,
 )
-from nsbench.run.scoring import score_and_check
+from nsbench.run.scoring import score_and_check, scores_complete
 from nsbench.audio.files import fit_length, non_finite, resample
 from nsbench.store.cache import CachedOutput
 from nsbench.text import plural
@@ -63,6 +63,29 @@ def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcom
         record.flags = ["nan_inf"] if isinstance(error, NonFiniteOutput) else []
         return Outcome(record, None, 0, cache_warnings(run))
     return Outcome(record, output, clip.sample_rate, cache_warnings(run))
+
+
+def needs_beyond_cache(source: ClipSource, run: EngineRun) -> str | None:
+    """What run_clip would need besides the cache for this clip: None (it is
+    served whole, or fails before any engine: it does not load, holds NaN, is
+    too short), "engine" (no output stored), or "scores" (the output is
+    stored but not every score, with ``run.stored_only``). Reads the clip and
+    at most its scores entry, never its output: nsbench.run.runner decides
+    with it which clips the cache serves, before reading any."""
+    try:
+        clip = source.load()
+        check_clip(clip)
+        check_length(clip)
+    except ClipError:
+        return None
+    key = run.identity.output_key(clip)
+    if run.blocks:
+        key = streaming.stream_key(key, run.blocks.samples(clip.sample_rate))
+    if not run.cache.path(key, "output").is_file():
+        return "engine"
+    if run.stored_only and not scores_complete(run, run.cache.get_scores(key)):
+        return "scores"
+    return None
 
 
 class OneBlasThread:

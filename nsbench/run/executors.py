@@ -9,8 +9,10 @@ back in clip order, so the results equal a serial run's.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
+import itertools
 import multiprocessing
 import multiprocessing.util
 import os
@@ -154,11 +156,7 @@ def run_in_pool(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes:
     initargs = (run, str(scratch.path))
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=start_worker, initargs=initargs)
     try:
-        # Not pool.map: on an interrupt it cancels what is queued, and the pool,
-        # seeing its workers killed, then fails on those (InvalidStateError).
-        futures = [pool.submit(work_on, source) for source in sources]
-        for future in futures:
-            outcome, worker_notes, features = future.result()
+        for outcome, worker_notes, features in in_window(pool, sources, IN_FLIGHT_PER_WORKER * jobs):
             notes.extend(note for note in worker_notes if note not in notes)
             reference.keep(features)
             yield outcome
@@ -175,6 +173,30 @@ def run_in_pool(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes:
     finally:
         pool.shutdown(wait=True)
         scratch.close()
+
+
+# Clips handed to the pool and not yet consumed, per worker: one running and
+# one queued, so a worker that finishes finds its next clip waiting while the
+# parent consumes. Each holds its output audio once done (64 KB per second at
+# 16 kHz), so the parent's memory is this window's, not the run's.
+IN_FLIGHT_PER_WORKER = 2
+
+
+def in_window(pool: ProcessPoolExecutor, sources: Sequence[ClipSource], size: int) -> Iterator[tuple[Outcome, list[str], dict]]:
+    """work_on's results in clip order, at most ``size`` clips submitted and
+    not yet consumed; each future is dropped once its result is taken. The
+    next clip is submitted after the consumer took the last result, so a pool
+    found broken then fails the first clip not returned (run_in_workers'
+    suspect), never one already handed on."""
+    # Not pool.map: on an interrupt it cancels what is queued, and the pool,
+    # seeing its workers killed, then fails on those (InvalidStateError);
+    # and it submits every clip at once.
+    upcoming = iter(sources)
+    window = collections.deque(pool.submit(work_on, source) for source in itertools.islice(upcoming, size))
+    while window:
+        yield window.popleft().result()
+        for source in itertools.islice(upcoming, 1):
+            window.append(pool.submit(work_on, source))
 
 
 def end_workers(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BaseProcess]:

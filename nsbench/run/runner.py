@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from typing import Iterator, Mapping, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
-from nsbench.run.clips import run_clip
+from nsbench.run.clips import needs_beyond_cache, run_clip
 from nsbench.run.engine_run import ENGINE_FAULTS, EngineHolder, EngineRun, NeedsEngine, NeedsScores, Outcome
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.records import ClipSource
@@ -56,8 +56,9 @@ def run_engine(
     serial run's (only the timings differ).
 
     With ``run.cache`` (and the run's ``identity``), clips whose output and
-    scores are all stored come from it first, and the engine is built only if
-    some clip still needs it; what is computed is stored as it comes.
+    scores are all stored come from it, each read when its turn comes (none
+    is held ahead), and the engine is built only if some clip still needs it;
+    what is computed is stored as it comes.
 
     With ``run.blocks``, engines that can stream run block by block (nsbench.run.streaming).
 
@@ -67,12 +68,19 @@ def run_engine(
     if run.identity is None and run.cache is not None:  # nothing to key it with: no cache
         run = dataclasses.replace(run, cache=None)
     # With an executor, cached outputs that a new metric must score go to its workers too.
-    stored, engine_needed = complete_in_cache(run, sources, scores_elsewhere=executor is not None)
-    missing = [source for index, source in enumerate(sources) if index not in stored]
+    served = dataclasses.replace(run, stored_only=True) if executor is not None else run
+    complete, engine_needed = complete_in_cache(served, sources)
+    missing = [source for source, whole in zip(sources, complete) if not whole]
     if not missing:
         if built is not None:
             built.discard()
-        yield from stored.values()
+        fallback = EngineHolder(run.spec, run.options)
+        try:
+            yield from (from_cache(served, source, fallback) for source in sources)
+        finally:
+            fallback.discard()
+            if engine_notes is not None:  # from an engine built for a clip the cache lost since
+                engine_notes.extend(fallback.notes)
         return
     holder = built if built is not None else EngineHolder(run.spec, run.options)
     try:
@@ -84,38 +92,49 @@ def run_engine(
         except ENGINE_FAULTS as error:
             raise UserError(f"engine '{run.spec.name}' could not start: {type(error).__name__}: {error}") from error
         computed = (executor.run if executor else in_process)(run, missing, holder)
-        yield from in_clip_order(stored, computed, len(sources))
+        yield from in_clip_order(lambda index: from_cache(served, sources[index], holder), complete, computed, len(sources))
     finally:
         holder.discard()
         if engine_notes is not None:
             engine_notes.extend(holder.notes)
 
 
-def complete_in_cache(run: EngineRun, sources: Sequence[ClipSource], scores_elsewhere: bool = False) -> tuple[dict[int, Outcome], bool]:
-    """The clips whose output and every score are in the cache, by index,
-    served from it, and whether a clip left out needs the engine. Only these
-    are served: a clip that would need the engine is left out; with
-    ``scores_elsewhere``, so is one whose output is cached but not some score
-    (scoring it here would run serially while the executor's workers wait)."""
+def complete_in_cache(run: EngineRun, sources: Sequence[ClipSource]) -> tuple[bytearray, bool]:
+    """Per clip, whether the cache serves it whole (a byte each: a set of
+    100,000 indices would cost megabytes), and whether a clip left
+    out needs the engine. Decided without reading any output (each is read
+    when its turn comes, nsbench.run.clips.needs_beyond_cache), so the run
+    holds none of them. With ``run.stored_only``, a clip whose output is
+    cached but not some score is left out too (scoring it here would run
+    serially while the executor's workers wait)."""
     if run.cache is None or not run.cache.knows(run.identity.engine):
-        return {}, True
-    holder = EngineHolder(run.spec, run.options, may_build=False)
-    served = dataclasses.replace(run, stored_only=True) if scores_elsewhere else run
-    stored, engine_needed = {}, False
+        return bytearray(len(sources)), True
+    complete, engine_needed = bytearray(len(sources)), False
     for index, source in enumerate(sources):
-        try:
-            stored[index] = run_clip(holder, source, served)
-        except NeedsScores:
-            pass
-        except NeedsEngine:
-            engine_needed = True
-    return stored, engine_needed
+        need = needs_beyond_cache(source, run)
+        complete[index] = need is None
+        engine_needed = engine_needed or need == "engine"
+    return complete, engine_needed
 
 
-def in_clip_order(stored: Mapping[int, Outcome], computed: Iterator[Outcome], count: int) -> Iterator[Outcome]:
+def from_cache(run: EngineRun, source: ClipSource, fallback: EngineHolder) -> Outcome:
+    """A clip complete_in_cache found whole, read from the cache now. One whose
+    entry went since (the size cap evicted it while this run wrote others, or
+    it proved corrupt and was removed) is computed here with ``fallback``,
+    its engine built if need be: rare, and serial."""
+    try:
+        return run_clip(EngineHolder(run.spec, run.options, may_build=False), source, run)
+    except (NeedsEngine, NeedsScores):
+        return run_clip(fallback, source, dataclasses.replace(run, stored_only=False))
+
+
+def in_clip_order(cached: Callable[[int], Outcome], complete: Sequence[int], computed: Iterator[Outcome],
+                  count: int) -> Iterator[Outcome]:
+    """Every clip's outcome in order: ``cached(index)`` for the clips marked
+    ``complete``, the next of ``computed`` for the others."""
     try:
         for index in range(count):
-            yield stored[index] if index in stored else next(computed)
+            yield cached(index) if complete[index] else next(computed)
         next(computed, None)  # lets it end normally: its workers close their engines
     finally:
         computed.close()  # stops the workers now if the consumer stopped early
