@@ -15,7 +15,8 @@ from nsbench.run import executors
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.executors import ProcessPool
 from nsbench.run.runner import run_engine
-from nsbench.store.cache import Cache, Identity
+from nsbench.store.cache import Cache
+from nsbench.store.keys import Identity
 
 from tests.helpers.audio import tone_and_noise
 from tests.run.test_runner import engine_spec, metrics
