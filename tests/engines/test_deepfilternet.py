@@ -61,3 +61,18 @@ def test_deepfilternet_close_reaps_an_unused_copy():
     engine.close()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_deepfilternet_builds_reuse_the_processs_template(stationary):
+    """The never-fed template outlives an engine: a second build (a rebuilt
+    engine, a forked worker) loads no model, and still starts each clip fresh."""
+    audio = resample(stationary[0].load().noisy[:16000], 16000, deepfilternet.SAMPLE_RATE)
+    first = deepfilternet.build({})
+    first.process(audio)
+    first.close()
+    second = deepfilternet.build({})
+    try:
+        assert second._template == first._template
+        np.testing.assert_array_equal(second.process(audio), second.on_new_state(audio))
+    finally:
+        second.close()
