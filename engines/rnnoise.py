@@ -22,12 +22,18 @@ less than the current one), so it is measured, not assumed: when the engine is
 built it runs the program once on a probe of our own (synthetic speech in white
 noise) and cross-correlates the output with the probe's clean speech. Because
 this happens before the first clip, every clip, the first ones included, gets
-the measured delay removed; it is reported in ``notes``.
+the measured delay removed; it is reported in ``notes``. The measurement is
+kept in the cache folder (``engine-probes/``), keyed by the digest of the
+program (our tool script and pyrnnoise's version, or the user's binary) and of
+this module, so a later run, or a worker process, reuses it; a changed program
+is measured anew.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.metadata
+import json
 import os
 import select
 import shutil
@@ -45,12 +51,15 @@ from nsbench.adapters import (
     DEFAULT_MAX_LAG_SECONDS,
     STDERR_TAIL_CHARS,
     PrivateFolder,
+    cache_root,
     check_executable,
     estimate_lag,
     files_digest,
     from_int16,
+    json_text,
     run_program,
     to_int16,
+    write_json_atomically,
 )
 from nsbench.builtin import REPO_ROOT
 from nsbench import MEASURED, ClipError, Engine, EngineSpec, UserError, hookimpl
@@ -84,8 +93,11 @@ class RNNoiseDemo(Engine):
     folder, or (``served``) one ``--serve`` process for every clip."""
 
     def __init__(self, argv: Sequence[str], label: str, timeout: float, cwd: Path | None = None,
-                 served: bool = False):
+                 served: bool = False, stored_as: str | None = None):
+        """``stored_as``: the program's digest, under which its measured delay
+        is kept in the cache folder (None: measured in each process)."""
         self.argv, self.label, self.timeout = list(argv), label, timeout
+        self.stored_as = stored_as
         self.delay = EXPECTED_DELAY
         self.folder = PrivateFolder("nsbench-rnnoise-")
         self.cwd = cwd or self.folder.path
@@ -143,7 +155,8 @@ class RNNoiseDemo(Engine):
         per program and process: the engine rebuilt after a failed clip reuses it."""
         key = program_identity(self.argv)
         if key not in _measured:
-            _measured[key] = self.measure_delay()
+            _measured[key] = stored_delay(self.stored_as) or self.measure_delay()
+            store_delay(self.stored_as, *_measured[key])
         delay, note = _measured[key]
         self.notes.append(note)
         return delay
@@ -336,6 +349,33 @@ def program_identity(argv: Sequence[str]) -> tuple:
     return (*argv, stat.st_size, stat.st_mtime_ns)
 
 
+PROBES_FOLDER = "engine-probes"
+
+
+def delay_path(stored_as: str) -> Path:
+    return cache_root() / PROBES_FOLDER / f"rnnoise-{stored_as}.json"
+
+
+def stored_delay(stored_as: str | None) -> tuple[int, str] | None:
+    """(delay, note) measured before for this program, or None (never, or an unreadable file)."""
+    if stored_as is None:
+        return None
+    try:
+        value = json.loads(delay_path(stored_as).read_text())
+        delay, note = value["delay"], value["note"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (delay, note) if isinstance(delay, int) and isinstance(note, str) else None
+
+
+def store_delay(stored_as: str | None, delay: int, note: str) -> None:
+    if stored_as is None or stored_delay(stored_as) == (delay, note):
+        return
+    with contextlib.suppress(OSError):  # a read-only cache only costs the next run a probe
+        delay_path(stored_as).parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomically(delay_path(stored_as), {"delay": delay, "note": note})
+
+
 def probe() -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
     """(clean, noisy, windows): our own speech in white noise at 48 kHz, and
     around each utterance a window for estimating the lag on its own."""
@@ -365,11 +405,19 @@ def build(options: Mapping[str, Any]) -> RNNoiseDemo:
     path = options.get("rnnoise_demo_path")
     if path:
         program = check_executable(str(path), FLAG)
-        return RNNoiseDemo([program], program, timeout)
+        return RNNoiseDemo([program], program, timeout, stored_as=program_digest(options, program))
     # `python -m` finds nsbench from the folder above the package (the repo
     # root, or site-packages once installed).
     label = f"nsbench.builtin.engines.rnnoise_demo (pyrnnoise {version()})"
-    return RNNoiseDemo([sys.executable, "-m", "nsbench.builtin.engines.rnnoise_demo"], label, timeout, cwd=REPO_ROOT, served=True)
+    return RNNoiseDemo([sys.executable, "-m", "nsbench.builtin.engines.rnnoise_demo"], label, timeout, cwd=REPO_ROOT, served=True,
+                       stored_as=program_digest(options, label))
+
+
+def program_digest(options: Mapping[str, Any], label: str) -> str:
+    """What the delay depends on: the program (its fingerprint, and the label,
+    which names pyrnnoise's version) and the probe and its judging (this module)."""
+    text = json_text([fingerprint(options), label, files_digest([Path(__file__)])])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def fingerprint(options: Mapping[str, Any]) -> str:

@@ -132,10 +132,12 @@ def _outputs(x: np.ndarray, phases: np.ndarray, up: int, down: int, first: int, 
         y0 = first + offset
         base = (y0 * down) // up - low
         runs = len(range(offset, count, up))
-        acc = np.zeros(runs)
+        acc, product = np.zeros(runs), np.empty(runs)
         for k, tap in enumerate(phases[(y0 * down) % up]):
             part, index = parts[(base + k) % down], (base + k) // down
-            acc += part[index: index + runs] * tap
+            # acc += x_run * tap, the product into a buffer reused: no allocation per tap.
+            np.multiply(part[index: index + runs], tap, out=product)
+            acc += product
         out[offset::up] = acc
     return out
 

@@ -74,7 +74,7 @@ class ReferenceFeatures:
         # The code is part of the key only where the value outlives this process
         # (the cache): within one, it cannot change, and hashing it (parsing the
         # modules it imports) costs ~0.1 s per worker process.
-        key = digest("reference-feature", self.clip_key, name, code_digest(compute) if self.cache is not None else "")
+        key = digest("reference-feature", self.clip_key, name, compute_digest(compute) if self.cache is not None else "")
         value = _memory.get(key)
         if value is None and self.cache is not None:
             value = self.cache.get_features(key)
@@ -84,6 +84,18 @@ class ReferenceFeatures:
                 self.cache.put_features(key, value)
         _memory.put(key, value)
         return value
+
+
+# compute -> its code_digest: hashing the code reads and parses every file it
+# imports (2-3 ms), and a cold run asks for features ~5 times per clip and
+# engine; the code cannot change within a process, so once per function.
+_code_digests: dict[Callable[..., Features], str] = {}
+
+
+def compute_digest(compute: Callable[..., Features]) -> str:
+    if compute not in _code_digests:
+        _code_digests[compute] = code_digest(compute)
+    return _code_digests[compute]
 
 
 class _Memory:

@@ -315,3 +315,44 @@ def test_the_listed_description_is_true_of_both_ways_of_running(tmp_path):
         assert engine.helper_pids() == [] and len(calls.read_text()) == before + 2
     finally:
         engine.close()
+
+
+def counting_copy_program(folder: Path) -> tuple[Path, Path]:
+    """A delay-0 rnnoise_demo (copies its input under the demo's rules) that
+    counts its runs in a file; (program, count file)."""
+    script = folder / "copy_demo.py"
+    script.write_text(
+        "import sys\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "open(sys.argv[2], 'wb').write(data[960 : len(data) // 960 * 960])\n"
+    )
+    count = folder / "runs"
+    before = f"echo run >> {shlex.quote(str(count))}"
+    return python_program(folder, "copy", shlex.quote(str(script)), before=before), count
+
+
+def test_the_measured_delay_is_kept_in_the_cache_by_the_programs_digest(tmp_path, monkeypatch):
+    """A second process (the in-memory measurements cleared) reads the stored
+    delay rather than probing; a changed program is probed anew; an unreadable
+    stored file is measured again and rewritten."""
+    program, runs = counting_copy_program(tmp_path)
+    options = {"rnnoise_demo_path": str(program)}
+
+    def build_fresh() -> rnnoise.RNNoiseDemo:
+        monkeypatch.setattr(rnnoise, "_measured", {})  # as in a new process
+        engine = rnnoise.build(options)
+        engine.close()
+        return engine
+
+    first = build_fresh()
+    assert first.delay == 0 and runs.read_text().count("run") == 1
+    again = build_fresh()
+    assert again.delay == 0 and again.notes == first.notes
+    assert runs.read_text().count("run") == 1  # the probe did not run again
+    program.write_text(program.read_text() + "\n# rebuilt\n")
+    build_fresh()
+    assert runs.read_text().count("run") == 2
+    stored = rnnoise.delay_path(rnnoise.program_digest(options, str(program)))
+    stored.write_text("{not json")
+    assert build_fresh().delay == 0 and runs.read_text().count("run") == 3
+    assert rnnoise.stored_delay(rnnoise.program_digest(options, str(program)))[0] == 0

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from nsbench.store import reference
+from nsbench.store import digests, reference
 from nsbench.store.cache import Cache
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
@@ -133,3 +133,20 @@ def test_without_a_cache_worker_pools_pass_features_to_the_next_engine(registry,
         reference._memory.clear()
     assert calls.read_text().count("call") == len(clips)  # the first engine's workers only
     assert all(len(clip_scores) == 2 for engine in scores.values() for clip_scores in engine)
+
+
+def test_a_features_code_is_hashed_once_per_process(counted, registry, clips, tmp_path, monkeypatch):
+    """The cache key holds the compute function's code digest; hashing it reads
+    every file the code imports, so it is done once per function, not per request."""
+    hashed = []
+
+    def counting_digest(compute):
+        hashed.append(compute)
+        return digests.code_digest(compute)
+
+    monkeypatch.setattr(reference, "code_digest", counting_digest)
+    monkeypatch.setattr(reference, "_code_digests", {})
+    run_all(registry, clips, Cache(tmp_path), "once")
+    assert hashed and len(hashed) == len(set(hashed)) == len(reference._code_digests)
+    compute, stored = next(iter(reference._code_digests.items()))
+    assert stored == digests.code_digest(compute)
