@@ -100,6 +100,12 @@ UNSAFE = re.compile(
     r"pickle\.loads?\(|\beval\(|\bexec\(|yaml\.(unsafe_)?load\(|allow_pickle\s*=\s*True|shell\s*=\s*True"
     r"|os\.system\(|os\.popen\(|marshal\.loads?\(|shelve\.open\(|torch\.load\(|joblib\.load\("
 )
+# Allowed, once each: a Dask task's arguments, pickled by our parent for our
+# workers (nsbench.run.dask_executor.packed), as the --jobs pool does (Dask
+# unpickles every message it carries anyway); and a --plugin file run on each
+# Dask worker as the parent imported it (nsbench.run.dask_plugin_files): code
+# the user named on the command line.
+OUR_OWN = ["nsbench/run/dask_executor.py: pickle.loads(", "nsbench/run/dask_plugin_files.py: exec("]
 
 
 def test_nothing_untrusted_is_unpickled_evaluated_or_run_through_a_shell():
@@ -108,5 +114,5 @@ def test_nothing_untrusted_is_unpickled_evaluated_or_run_through_a_shell():
         sources += sorted((REPO_ROOT / folder).rglob("*.py"))
     assert len(sources) > 40
     found = [f"{path.relative_to(REPO_ROOT)}: {match.group()}" for path in sources for match in UNSAFE.finditer(path.read_text())]
-    assert found == []
+    assert sorted(found) == OUR_OWN
     assert UNSAFE.search("data = pickle.load(handle)") and UNSAFE.search("subprocess.run(cmd, shell=True)")
