@@ -7,9 +7,10 @@ worker processes, a cache of its own), its peak RSS read by the benchmark
 process itself (VmHWM, exact: not polled, not a timing), over the engines'
 clip loops and over the whole run (tests/helpers/peak_rss_run.py). Before the pool kept
 a bounded window and the cache was read lazily (nsbench.run.executors,
-nsbench.run.runner), each clip cost the parent ~390 KB over two engines
-(bench/MEMORY_AUDIT.md); what is left is mostly the records the report keeps
-(nsbench.report), a few KB per clip-engine.
+nsbench.run.runner), and before the records were kept as columns
+(nsbench.report.record_table), each clip cost the parent ~390 KB over two
+engines (bench/MEMORY_AUDIT.md); what is left is a few hundred bytes per
+clip-engine.
 """
 from __future__ import annotations
 
@@ -25,15 +26,16 @@ REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "bench" / "generated_clips_plugin.py"
 SMALL, LARGE = 150, 600
 # Bytes per clip beyond SMALL (two engines) by which the parent's peak may
-# grow. Measured on this branch (a loaded 2-core machine): 13.3 KB a clip while
-# the engines ran their clips, most of it the records the run keeps for the
-# report (~3 KB a clip-engine) and the sources; 28.9 KB over the whole run, the
-# rest the summaries' bootstrap (nsbench.report.statistics.uncertainty resamples
-# every column at once: columns x 1000 x clips float64). Holding the outputs, as
-# before, cost 128 KB a clip (one second of float32 per engine) and more in RSS.
-# The bounds leave room for the allocator's granularity (~2 MB over 450 clips).
+# grow. Measured on main after the pool's window, the lazy cache, the records
+# as columns and the blocked bootstrap (a 2-core machine, other jobs running):
+# 10.7 KB a clip while the engines ran their clips, 25.5 KB over the whole run.
+# At these sizes both are mostly allocator granularity and the bootstrap's
+# blocks still filling towards their 16 MB cap (nsbench.report.statistics); at
+# 1,000 -> 10,000 clips (bench/bench_throughput.py) the whole run grew by
+# 2.4 KB a clip. Holding the outputs, as before, cost 128 KB a clip (one second
+# of float32 per engine) and more in RSS: 79 / 95 KB measured on c10540b.
 BOUND_CLIPS = 24_000
-BOUND_WHOLE = 64_000
+BOUND_WHOLE = 48_000
 
 
 def peaks(clips: int, work: Path) -> dict[str, int]:
