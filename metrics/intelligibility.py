@@ -14,7 +14,7 @@ sentinel is a failure with a reason here, never a score.
 STFT and constants), written here as whole-array operations with the same bits
 as pystoi's loops. pystoi is never imported while scoring: its import pulls in
 scipy.signal, 1.0-1.4 s of CPU, more than a short run's scoring (its resampler
-is in octave_resample.py; tests/metrics/test_metrics.py holds every constant and step
+is in octave_resample.py; tests/metrics/test_intelligibility.py holds every constant and step
 to pystoi's). pystoi itself is not reproducible bit for bit, so two steps
 change, to make the score a function of the two signals alone:
 
@@ -80,7 +80,7 @@ NOT_A_NUMBER = (
 PYSTOI_RATE = 10000
 MAX_TOO_SHORT = 256 + 30 * 128
 # pystoi.stoi's constants, here so that scoring never imports pystoi, whose
-# import of scipy.signal costs 1.0-1.4 s of CPU (tests/metrics/test_metrics.py holds
+# import of scipy.signal costs 1.0-1.4 s of CPU (tests/metrics/test_intelligibility.py holds
 # them, and the 1/3-octave matrix, to pystoi's own).
 FS = PYSTOI_RATE  # its sampling rate
 N_FRAME = 256  # window support
@@ -189,7 +189,7 @@ def _pystoi_steps(x: np.ndarray, y: np.ndarray, fs: int, extended: bool,
                   y_bands: Callable[[], np.ndarray] | None = None) -> float | None:
     """``pystoi.stoi`` step by step, made reproducible (see the module docstring),
     with its per-frame loops as whole-array operations that give the same bits
-    (tests/metrics/test_metrics.py compares them with pystoi's own steps).
+    (tests/metrics/test_intelligibility.py compares them with pystoi's own steps).
 
     None where pystoi would warn about too few frames and return 1e-5.
     """
@@ -351,7 +351,7 @@ def _blockwise_steps(x: np.ndarray, y: np.ndarray, extended: bool, block_frames:
     (``_draw_starts``) and each block takes its segments' share of each. So
     every segment's correlation has the same bits as in the whole-clip steps,
     and the score differs from theirs only by the order of the final sum over
-    segments (a few 1e-16, tests/metrics/test_metrics.py).
+    segments (a few 1e-16, tests/metrics/test_intelligibility.py).
     """
     if block_frames < N:
         raise ValueError(f"block_frames must be at least {N}, got {block_frames}")
