@@ -76,3 +76,29 @@ def add_plugin_to_the_cli(monkeypatch, plugin: object) -> None:
         return manager
 
     monkeypatch.setattr(nsbench.flags, "get_plugin_manager", with_plugin)
+
+
+# The "quieter" engine (0.7 times the input) as a plugin file, for runs whose
+# workers cannot import it (it goes to them by value): $ENGINE_SLEEP seconds a
+# clip, and a worker that dies (os._exit) on a clip of $DIE_ON_LENGTH samples.
+QUIETER_PLUGIN = textwrap.dedent(
+    """
+    import os, time
+    from nsbench.plugins.hookspecs import hookimpl
+    from nsbench.plugins.specs import EngineSpec
+
+    class Quieter:
+        sample_rate, delay = 16000, 0
+        def process(self, audio):
+            if len(audio) == int(os.environ.get("DIE_ON_LENGTH", "-1")):
+                os._exit(1)  # a crash in native code, as far as the worker can tell
+            time.sleep(float(os.environ.get("ENGINE_SLEEP", "0")))
+            return 0.7 * audio
+        def close(self):
+            pass
+
+    @hookimpl
+    def register_engines(register):
+        register(EngineSpec(name="quieter", factory=lambda options: Quieter(), description="0.7x", sample_rate=16000, delay=0))
+    """
+)

@@ -12,33 +12,11 @@ import pytest
 from nsbench.cli import main
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise
+from tests.helpers.plugins import QUIETER_PLUGIN as PLUGIN
 from tests.run.test_parallel import TIMING
 
 # Looked up, not imported: importing distributed costs ~1 s of every collection.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="distributed is not installed")
-
-# A plugin given by file path: the workers cannot import it, so it goes by value.
-PLUGIN = textwrap.dedent(
-    """
-    import os
-    from nsbench.plugins.hookspecs import hookimpl
-    from nsbench.plugins.specs import EngineSpec
-
-    class Quieter:
-        sample_rate, delay = 16000, 0
-        def process(self, audio):
-            if len(audio) == int(os.environ.get("DIE_ON_LENGTH", "-1")):
-                os._exit(1)  # a crash in native code, as far as the worker can tell
-            return 0.7 * audio
-        def close(self):
-            pass
-
-    @hookimpl
-    def register_engines(register):
-        register(EngineSpec(name="quieter", factory=lambda options: Quieter(), description="0.7x", sample_rate=16000, delay=0))
-    """
-)
-
 
 def run_in_subprocess(argv: list[str], expected_code: int = 0, **env: str) -> None:
     """A Dask run in its own process: a local cluster leaves multiprocessing's
@@ -130,12 +108,13 @@ def test_ctrl_c_during_a_dask_run_stops_it_cleanly(tmp_path):
 
     data = make_folder_dataset(tmp_path / "data", 30, seconds=0.5, name="utt{index:02d}")
     plugin = tmp_path / "quieter_plugin.py"
-    plugin.write_text(PLUGIN.replace("return 0.7 * audio", "time.sleep(0.3); return 0.7 * audio").replace("import os", "import os, time"))
+    plugin.write_text(PLUGIN)
     results = tmp_path / "results"
     command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder",
                "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--jobs", "2",
                "--results-folder", str(results), "--quiet", "--no-plots", "--no-html"]
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, "ENGINE_SLEEP": "0.3"},
+                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                                start_new_session=True)
     log = results / "folder" / "quieter.clips.jsonl"
     deadline = time.monotonic() + 120

@@ -96,26 +96,6 @@ def test_a_real_cluster_checks_its_workers_then_runs(tmp_path):
     assert len(scores["cluster"]) == 2 and scores["cluster"] == scores["serial"]
 
 
-# An engine of ~0.4 s a clip, so that a worker is killed in the middle of one.
-SLOW_PLUGIN = '''
-import time
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.specs import EngineSpec
-
-class Slow:
-    sample_rate, delay = 16000, 0
-    def process(self, audio):
-        time.sleep(0.4)
-        return 0.7 * audio
-    def close(self):
-        pass
-
-@hookimpl
-def register_engines(register):
-    register(EngineSpec(name="slow", factory=lambda options: Slow(), description="0.7x, slowly", sample_rate=16000, delay=0))
-'''
-
-
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_costs_only_the_clip_it_was_running(tmp_path):
     """SIGKILL to one of two `dask worker` processes (no nanny: it stays dead)
@@ -123,22 +103,24 @@ def test_a_worker_killed_mid_run_costs_only_the_clip_it_was_running(tmp_path):
     worker only the clip it runs, so exactly that clip fails, with the reason;
     the other worker scores every other clip, and the run ends normally."""
     from tests.helpers.audio import make_folder_dataset
+    from tests.helpers.plugins import QUIETER_PLUGIN
 
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT),
+    # ~0.4 s a clip, so that the worker is killed in the middle of one.
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ENGINE_SLEEP": "0.4",
            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0", "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
     data = make_folder_dataset(tmp_path / "data", 24, seconds=0.5, name="utt{index:02d}")
-    plugin = tmp_path / "slow_plugin.py"
-    plugin.write_text(SLOW_PLUGIN)
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(QUIETER_PLUGIN)
     scheduler_file = tmp_path / "scheduler.json"
     scheduler = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)]
     results = tmp_path / "results"
-    log = results / "folder" / "slow.clips.jsonl"
+    log = results / "folder" / "quieter.clips.jsonl"
     with process(scheduler, tmp_path, env):
         address = scheduler_address(scheduler_file)
         worker = [DASK, "worker", address, "--nthreads", "1", "--no-dashboard", "--no-nanny"]
         with process(worker, tmp_path, env) as doomed, process(worker, tmp_path, env):
             wait_for_workers(address, 2)
-            command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "slow", "--dataset", "folder",
+            command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder",
                        "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--scheduler", address,
                        "--quiet", "--no-plots", "--no-html", "--no-cache", "--results-folder", str(results)]
             run = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
