@@ -5,17 +5,23 @@ starts a local cluster of ``--jobs`` single-threaded worker processes and stops
 it at the end. Each worker builds an engine once per run and keeps it for the
 run's clips; the parent closes them on every worker when the engine is done.
 
-The parent keeps at most ``in_flight_limit`` clips submitted (twice the
+Each task runs a batch of ``batch_size`` consecutive clips (up to 8; fewer
+on a short run, so it still spreads over every worker) and returns their
+outcomes in order: the per-task cost of the scheduler and of sending the
+engine's run (its bytes travel once per batch) is shared by the batch. The
+parent keeps at most ``in_flight_limit`` batches submitted (twice the
 cluster's threads, plus one), takes their results in clip order and releases
 each once taken: its memory, and that of a local cluster's scheduler (which
 runs in this process), stays flat in the number of clips, and the workers
 hold no result after it is consumed.
 
-A worker that dies takes the clips it runs with it: the scheduler gives each
-to another worker (``distributed.scheduler.allowed-failures`` is 1 on a local
-cluster; the scheduler queues the clips and hands each worker only the one it
-runs, so a death counts against that clip alone; an existing scheduler keeps
-its own settings), then the clip is recorded as failed and the run goes on.
+A clip that fails inside a batch fails alone (run_clip records it). A worker
+that dies takes the batch it runs with it: the scheduler gives the batch to
+another worker (``distributed.scheduler.allowed-failures`` is 1 on a local
+cluster; the scheduler queues the batches and hands each worker only the one
+it runs, so a death counts against that batch alone; an existing scheduler
+keeps its own settings), then each clip of the batch is recorded as failed
+with the reason and the run goes on.
 
 Workers need nsbench and the engines' packages importable; a plugin given by
 file path (``--plugin file.py``) is installed on each worker under the
@@ -93,9 +99,9 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
             send_local_plugins(client)
             yield client
         return
-    # One retry elsewhere for a clip whose worker died, then it fails. A worker
-    # holds only the clip it runs (saturation 1.0): a clip queued on a worker
-    # that died would otherwise count that death against it too.
+    # One retry elsewhere for a batch whose worker died, then its clips fail. A
+    # worker holds only the batch it runs (saturation 1.0): a batch queued on a
+    # worker that died would otherwise count that death against it too.
     settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0, **QUIET_TIMERS}
     with dask.config.set(settings):
         with sigint_ignored():  # inherited: a Ctrl-C reaches only this process, which stops the workers
@@ -228,42 +234,58 @@ def unpacked(blob: bytes, what: str) -> Any:
         raise CannotUnpack(f"a Dask worker cannot unpickle {what}: {type(error).__name__}: {error}") from error
 
 
+MAX_BATCH = 8
+
+
+def cluster_threads(client: Any) -> int:
+    return sum(client.nthreads().values()) or 1
+
+
 def in_flight_limit(client: Any) -> int:
-    """Clips in flight at once: twice the cluster's threads, plus one, so
-    every thread has the next clip at hand as it finishes one. The one more
-    makes the clips' task group larger than twice the threads, which is
+    """Batches in flight at once: twice the cluster's threads, plus one, so
+    every thread has the next batch at hand as it finishes one. The one more
+    makes the batches' task group larger than twice the threads, which is
     what the scheduler needs to call them root tasks and queue them itself,
     handing each worker only what it runs (worker-saturation): a worker that
-    dies then costs only the clips it was running."""
-    threads = sum(client.nthreads().values()) or 1
-    return 2 * threads + 1
+    dies then costs only the batch it was running."""
+    return 2 * cluster_threads(client) + 1
+
+
+def batch_size(clips: int, threads: int) -> int:
+    """Clips a task runs: up to MAX_BATCH, but at least four batches a thread,
+    so that a short run still reaches every worker and the last batches,
+    which leave threads idle as they finish, are short."""
+    return max(1, min(MAX_BATCH, clips // (4 * threads)))
 
 
 def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], notes: list[str]) -> Iterator[Outcome]:
     """The clips' outcomes, in clip order, with at most ``in_flight_limit``
-    clips submitted at a time: the parent (and a local cluster's scheduler,
-    which runs in it) holds a task per clip in flight, not per clip of the
-    set, and each result is released once consumed, so the workers drop it."""
+    batches of ``batch_size`` clips submitted at a time: the parent (and a
+    local cluster's scheduler, which runs in it) holds a task per batch in
+    flight, not per clip of the set, and each result is released once
+    consumed, so the workers drop it."""
     token = uuid.uuid4().hex
     run_blob = packed(run)  # once: each task carries the same bytes; a worker unpickles it once
-    remaining = iter(sources)
-    window: collections.deque[tuple[ClipSource, Any]] = collections.deque()
+    size = batch_size(len(sources), cluster_threads(client))
+    batches = (list(sources[start:start + size]) for start in range(0, len(sources), size))
+    window: collections.deque[tuple[list[ClipSource], Any]] = collections.deque()
 
-    def submit(batch: list[ClipSource]) -> None:
-        count = len(batch)
-        futures = client.map(work_on_worker, [token] * count, [run_blob] * count, [packed(s) for s in batch], pure=False)
-        window.extend(zip(batch, futures))
+    def submit(chosen: list[list[ClipSource]]) -> None:
+        count = len(chosen)
+        futures = client.map(work_on_worker, [token] * count, [run_blob] * count, [packed(b) for b in chosen], pure=False)
+        window.extend(zip(chosen, futures))
 
     try:
-        submit(list(itertools.islice(remaining, in_flight_limit(client))))  # one batch: the scheduler sees the group whole
+        submit(list(itertools.islice(batches, in_flight_limit(client))))  # at once: the scheduler sees the group whole
         while window:
-            source, future = window.popleft()
-            outcome, worker_notes = result_of(future, run, source)
+            batch, future = window.popleft()
+            outcomes, worker_notes = result_of(future, run, batch)
             future.release()  # the workers drop the result
             del future
-            submit(list(itertools.islice(remaining, 1)))  # refill before the caller's turn: the workers keep going
+            submit(list(itertools.islice(batches, 1)))  # refill before the caller's turn: the workers keep going
             notes.extend(note for note in worker_notes if note not in notes)
-            yield outcome
+            while outcomes:
+                yield outcomes.pop(0)  # each outcome dropped here once the caller has it
     finally:
         client.cancel([future for _, future in window])
         window.clear()
@@ -271,9 +293,10 @@ def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], note
             client.run(close_on_worker, token)
 
 
-def result_of(future: Any, run: EngineRun, source: ClipSource) -> tuple[Outcome, list[str]]:
-    """The clip's outcome and the worker's notes; a clip whose workers died is
-    recorded as failed; a worker that cannot unpickle the task stops the run."""
+def result_of(future: Any, run: EngineRun, batch: list[ClipSource]) -> tuple[list[Outcome], list[str]]:
+    """The batch's outcomes and the worker's notes; each clip of a batch whose
+    workers died is recorded as failed; a worker that cannot unpickle the task
+    stops the run."""
     from distributed import KilledWorker
 
     try:
@@ -283,23 +306,25 @@ def result_of(future: Any, run: EngineRun, source: ClipSource) -> tuple[Outcome,
             f"a Dask worker cannot import {error.name}: install it on every worker; the clips done so far are kept"
         ) from error
     except KilledWorker as error:
-        return Outcome(killed(run, source, error), None, 0), []
+        return [Outcome(killed(run, source, error, len(batch)), None, 0) for source in batch], []
     if isinstance(result, CannotUnpack):
         stop = WorkersCannotLoadClips if CLIPS in str(result) else UserError
         raise stop(f"{result}: install it on every worker; the clips done so far are kept")
     return result
 
 
-def work_on_worker(token: str, run_blob: bytes, source_blob: bytes) -> tuple[Outcome, list[str]] | CannotUnpack:
+def work_on_worker(token: str, run_blob: bytes, batch_blob: bytes) -> tuple[list[Outcome], list[str]] | CannotUnpack:
+    """The batch's outcomes in clip order; run_clip records a failing clip
+    itself, so the batch's other clips go on."""
     try:
         if token not in _holders:
             run = unpacked(run_blob, "the engine's run (its engine, metrics and options)")
             _holders[token] = (run, EngineHolder(run.spec, run.options))
         run, holder = _holders[token]
-        source = unpacked(source_blob, CLIPS)
+        batch = unpacked(batch_blob, CLIPS)
     except CannotUnpack as error:
         return error
-    return run_clip(holder, source, run), holder.all_notes()
+    return [run_clip(holder, source, run) for source in batch], holder.all_notes()
 
 
 def close_on_worker(token: str) -> None:
@@ -307,9 +332,10 @@ def close_on_worker(token: str) -> None:
     if holder is not None:
         holder.discard()
 
-def killed(run: EngineRun, source: ClipSource, error: Exception) -> ClipRecord:
+
+def killed(run: EngineRun, source: ClipSource, error: Exception, batch: int) -> ClipRecord:
     return run.record_for(
         source,
-        "the Dask workers running this clip died, as often as the scheduler allows (allowed-failures): a crash in "
-        f"the engine's native code, or the system killed them ({error})",
+        f"the Dask workers running this clip died, as often as the scheduler allows (allowed-failures), in a batch of "
+        f"{batch} clips that fail together: a crash in the engine's native code, or the system killed them ({error})",
     )

@@ -92,6 +92,8 @@ QUIETER_PLUGIN = textwrap.dedent(
         def process(self, audio):
             if len(audio) == int(os.environ.get("DIE_ON_LENGTH", "-1")):
                 os._exit(1)  # a crash in native code, as far as the worker can tell
+            if len(audio) == int(os.environ.get("FAIL_ON_LENGTH", "-1")):
+                raise ValueError("this clip fails in the engine")
             time.sleep(float(os.environ.get("ENGINE_SLEEP", "0")))
             return 0.7 * audio
         def close(self):

@@ -239,3 +239,37 @@ def test_a_worker_that_cannot_unpickle_a_clip_ends_the_run_in_one_line(tmp_path)
     assert ours == ["nsbench: error: a Dask worker cannot unpickle a clip of the dataset: ModuleNotFoundError: "
                     "No module named 'only_in_the_parent': install it on every worker; the clips done so far are kept"], ours
     assert "Traceback" not in result.stderr
+
+
+def batched_run(tmp_path, name, flags, **env):
+    """24 clips of lengths 0.5 s + 0.02 s x index on the quieter engine:
+    on 2 Dask workers, batches of 3 (nsbench.run.dask_executor.batch_size)."""
+    data = make_folder_dataset(tmp_path / "data", 24, seconds=lambda index: 0.5 + 0.02 * index, name="utt{index:02d}")
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(PLUGIN)
+    results = tmp_path / name
+    run_in_subprocess(["--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder", "--data-folder", str(data),
+                       "--metric", "si_sdr", *flags, "--results-folder", str(results), "--quiet", "--no-plots",
+                       "--no-html", "--no-cache"], expected_code=4 if env else 0, **env)
+    return rows(results / "folder" / "quieter.clips.jsonl")
+
+
+def test_clips_in_batches_score_as_a_local_run_in_clip_order(tmp_path):
+    from nsbench.run.dask_executor import batch_size
+
+    assert batch_size(24, 2) == 3  # more clips than a batch, several batches a worker
+    local = batched_run(tmp_path, "local", ["--jobs", "1"])
+    dask = batched_run(tmp_path, "dask", ["--executor", "dask", "--jobs", "2"])
+    assert [row["clip_id"] for row in dask] == [f"utt{index:02d}" for index in range(24)]
+    assert [without_timing(row) for row in dask] == [without_timing(row) for row in local]
+    assert all(row["error"] is None and "si_sdr" in row["scores"] for row in dask)
+
+
+def test_a_failing_clip_inside_a_batch_fails_alone(tmp_path):
+    failing = len(tone_and_noise(4, seconds=0.5 + 0.02 * 4)[0])  # utt04, the middle of the second batch
+    records = batched_run(tmp_path, "dask", ["--executor", "dask", "--jobs", "2"], FAIL_ON_LENGTH=str(failing))
+    assert [row["clip_id"] for row in records] == [f"utt{index:02d}" for index in range(24)]
+    failed = [row["clip_id"] for row in records if row["error"] is not None]
+    assert failed == ["utt04"]
+    assert "this clip fails in the engine" in records[4]["error"]
+    assert all("si_sdr" in row["scores"] for row in records if row["clip_id"] != "utt04")

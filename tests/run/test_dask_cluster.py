@@ -97,11 +97,12 @@ def test_a_real_cluster_checks_its_workers_then_runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_run_costs_only_the_clip_it_was_running(tmp_path):
+def test_a_worker_killed_mid_run_costs_only_the_batch_it_was_running(tmp_path):
     """SIGKILL to one of two `dask worker` processes (no nanny: it stays dead)
     once some clips are logged. The scheduler allows no retry and hands each
-    worker only the clip it runs, so exactly that clip fails, with the reason;
-    the other worker scores every other clip, and the run ends normally."""
+    worker only the batch it runs (24 clips on 2 threads: batches of 3), so
+    exactly that batch's clips fail, with the reason; the other worker scores
+    every other clip, and the run ends normally."""
     from tests.helpers.audio import make_folder_dataset
     from tests.helpers.plugins import QUIETER_PLUGIN
 
@@ -134,6 +135,9 @@ def test_a_worker_killed_mid_run_costs_only_the_clip_it_was_running(tmp_path):
     assert run.returncode == 4, stderr[-3000:]  # every result written; one clip failed
     assert [row["clip_id"] for row in records] == [f"utt{index:02d}" for index in range(24)]
     failed = [row for row in records if row["error"] is not None]
-    assert len(failed) == 1, [(row["clip_id"], row["error"]) for row in failed]
+    failed_indexes = [int(row["clip_id"][3:]) for row in failed]
+    assert len(failed) == 3 and failed_indexes[0] % 3 == 0, [(row["clip_id"], row["error"]) for row in failed]
+    assert failed_indexes == list(range(failed_indexes[0], failed_indexes[0] + 3))  # one batch, consecutive
+    assert all(row["error"] == failed[0]["error"] for row in failed)
     assert failed[0]["error"].startswith("the Dask workers running this clip died, as often as the scheduler allows")
     assert all("si_sdr" in row["scores"] for row in records if row["error"] is None)
