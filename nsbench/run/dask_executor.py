@@ -333,9 +333,9 @@ def close_on_worker(token: str) -> None:
         holder.discard()
 
 
-def killed(run: EngineRun, source: ClipSource, error: Exception, batch: int) -> ClipRecord:
+def killed(run: EngineRun, source: ClipSource, error: Exception, batch_clips: int) -> ClipRecord:
     return run.record_for(
         source,
         f"the Dask workers running this clip died, as often as the scheduler allows (allowed-failures), in a batch of "
-        f"{batch} clips that fail together: a crash in the engine's native code, or the system killed them ({error})",
+        f"{batch_clips} clips that fail together: a crash in the engine's native code, or the system killed them ({error})",
     )
