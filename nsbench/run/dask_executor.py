@@ -62,6 +62,13 @@ CLIPS = "a clip of the dataset"
 # figures; memory limits then react within 1 s). Slower timers: ~0.07 CPU-s/s.
 QUIET_TIMERS = {"distributed.admin.tick.interval": "1s", "distributed.admin.system-monitor.interval": "2s",
                 "distributed.worker.memory.monitor-interval": "1s"}
+# distributed keeps the last low-level-log-length messages each comm sent (and
+# as many transitions) for its developers' debugging. Each task's message
+# holds its batch's clips and the engine's run: at the default 1,000 the parent
+# (the client, and a local cluster's scheduler) kept 7.3 KB a clip until those
+# logs were full, about 60 MB at 8 clips a batch (bench/audit_memory.py with
+# --executor dask, 500 and 2,000 clips); the 100,000-clip run peaked at 312 MB.
+SHORT_LOGS = {"distributed.admin.low-level-log-length": 50}
 
 # The runs on this worker and their engines, built once per run, by run token.
 _holders: dict[str, tuple[EngineRun, EngineHolder]] = {}
@@ -91,7 +98,8 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
         raise UserError(f"--executor dask needs dask.distributed ({error}): pip install 'nsbench[dask]'") from error
     if scheduler:
         try:
-            client = Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
+            with dask.config.set(SHORT_LOGS):  # read as the client's comm opens
+                client = Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError) as error:
             raise UserError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT}: {error}") from error
         with client:
@@ -102,7 +110,8 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
     # One retry elsewhere for a batch whose worker died, then its clips fail. A
     # worker holds only the batch it runs (saturation 1.0): a batch queued on a
     # worker that died would otherwise count that death against it too.
-    settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0, **QUIET_TIMERS}
+    settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0, **QUIET_TIMERS,
+                **SHORT_LOGS}
     with dask.config.set(settings):
         with sigint_ignored():  # inherited: a Ctrl-C reaches only this process, which stops the workers
             # No dashboard; the scheduler's health server on a free local port, not 8787
