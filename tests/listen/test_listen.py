@@ -218,7 +218,7 @@ def test_bad_answers_cost_a_line_each_and_the_rest_is_collected(mushra, run_fold
 
 
 # The page counts a sound as heard on its "ended" event, which real playback fires after
-# the clip's length: 1-3 s each, 80 plays in these tests. Every play() here runs at
+# the clip's length: 1-3 s each, 68 plays in these tests. Every play() here runs at
 # Chrome's top rate instead; the same element still plays to its end and fires the
 # same event, and nothing the tests assert reads the time a trial took.
 PLAYBACK_RATE = 16
