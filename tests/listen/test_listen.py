@@ -282,6 +282,7 @@ def saved(browser, name: str) -> dict:
     while (answers := complete_json(path)) is None:
         assert time.time() < deadline, f"{name} was not downloaded"
         time.sleep(0.05)
+    time.sleep(0.2)  # Chrome's end of the download: a page loaded at once after it was at times left blank
     return answers
 
 
