@@ -160,6 +160,12 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """One wheel for the module: both install tests take it, neither changes it."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
 def expected_wheel_files() -> set[str]:
     expected = set()
     for folder in ("nsbench", *MAPPED):
@@ -192,9 +198,8 @@ def pip_install(python: Path, *targets: str | Path) -> None:
 
 
 @pytest.mark.slow
-def test_wheel_and_new_plugin_skeleton_work_with_no_checkout(tmp_path):
+def test_wheel_and_new_plugin_skeleton_work_with_no_checkout(tmp_path, wheel):
     started = time.perf_counter()
-    wheel = build_wheel(tmp_path)
     assert expected_wheel_files() <= set(zipfile.ZipFile(wheel).namelist())
     python = fresh_venv(tmp_path / "venv")
     pip_install(python, wheel)
@@ -230,29 +235,30 @@ def test_wheel_and_new_plugin_skeleton_work_with_no_checkout(tmp_path):
 OTHER_NUMPY = "2.3.5"
 
 
-def venv_with_pip(folder: Path) -> Path:
-    """A virtualenv of its own (no --system-site-packages): only what pip puts in it."""
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, capture_output=True)
+def isolated_venv(folder: Path) -> Path:
+    """A virtualenv of its own (no --system-site-packages): only what pip puts in it.
+    Without pip too: this interpreter's pip installs into it (--python), which spares
+    the 3 s of ensurepip."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True)
     return folder / "bin" / "python"
 
 
 def pip_resolve(python: Path, *targets: str | Path) -> None:
-    """pip install with dependencies, from the package index (its cache makes a rerun quick)."""
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, targets)],
-                          capture_output=True, text=True)
+    """pip install into python's environment with dependencies, from the package index (its cache makes a rerun quick)."""
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--disable-pip-version-check",
+                           *map(str, targets)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.mark.slow
-def test_core_installs_beside_another_numpy_and_runs_a_plugin(tmp_path):
+def test_core_installs_beside_another_numpy_and_runs_a_plugin(tmp_path, wheel):
     """Issue 23: the core's ranges let a plugin's own numpy stay. A fresh venv
     gets numpy 2.3 first, then nsbench with no extras; the example plugin runs
     beside passthrough on a folder set, and matplotlib's absence ([report])
     skips the plots and report.html with a note."""
     assert OTHER_NUMPY.split(".")[:2] != pins("requirements.txt")["numpy"].split(".")[:2]
     started = time.perf_counter()
-    wheel = build_wheel(tmp_path)
-    python = venv_with_pip(tmp_path / "venv")
+    python = isolated_venv(tmp_path / "venv")
     pip_resolve(python, f"numpy=={OTHER_NUMPY}")
     pip_resolve(python, wheel)
     installed = time.perf_counter()

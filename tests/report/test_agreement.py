@@ -117,9 +117,11 @@ def test_a_run_with_dnsmos_and_intrusive_metrics_reports_their_agreement(tmp_pat
     names = ["a.wav", "b.wav", "c.wav"]
     root = write_set(tmp_path / "mine", names, clean_names=names)
     results = tmp_path / "results"
+    # --jobs 1: one DNSMOS session in this process for all 12 clips, not one per worker in each
+    # engine's pool; DNSMOS in workers is tests/run/test_no_reference.py's noisy-only run.
     argv = ["--dataset", "folder", "--data-folder", str(root), "--results-folder", str(results), "--quiet", "--no-plots",
             "--engine", "speex", "--engine", "webrtc", "--engine", "oracle-irm",
-            "--metric", "dnsmos_ovrl", "--metric", "si_sdri", "--metric", "stoi"]
+            "--metric", "dnsmos_ovrl", "--metric", "si_sdri", "--metric", "stoi", "--jobs", "1"]
     assert main(argv) == 0
     folder = results / "folder"
     found = json.loads((folder / "agreement.json").read_text())

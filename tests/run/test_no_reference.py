@@ -72,7 +72,7 @@ def clip_lines(folder: Path, engine: str) -> list[dict]:
 def test_a_noisy_only_folder_runs_end_to_end_with_dnsmos_and_no_intrusive_metric(tmp_path):
     pytest.importorskip("speechmos")
     root = write_set(tmp_path / "calls", ["a.wav", "b.wav", "c.wav"])
-    code, folder = run(tmp_path, root, "--engine", "speex")
+    code, folder = run(tmp_path, root, "--engine", "speex")  # default --jobs: DNSMOS in worker processes
     assert code == 0
     for engine in ("passthrough", "speex"):
         result = json.loads((folder / f"{engine}.json").read_text())
