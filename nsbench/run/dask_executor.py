@@ -98,6 +98,7 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
         from distributed import Client, LocalCluster
     except ImportError as error:
         raise UserError(f"--executor dask needs dask.distributed ({error}): pip install 'nsbench[dask]'") from error
+    stall_seconds()  # a wrong $NSBENCH_DASK_STALL stops the run here, before anything runs
     if scheduler:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
