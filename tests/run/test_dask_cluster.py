@@ -180,7 +180,11 @@ def test_a_worker_without_nsbench_joining_mid_run_stops_it_in_one_line_keeping_t
                 assert run.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the late worker"
                 time.sleep(0.05)
             with process(worker, tmp_path, bare):
-                _, stderr = run.communicate(timeout=300)  # a safety net: the run used to wait for ever
+                try:
+                    _, stderr = run.communicate(timeout=300)  # a safety net: the run used to wait for ever
+                finally:
+                    run.kill()  # no-op once it ended; else no run left behind by a failing test
+                    run.wait()
     assert run.returncode == 2, stderr[-3000:]
     ours = [line for line in stderr.splitlines() if line.startswith("nsbench:")]
     assert len(ours) == 1, stderr[-3000:]
