@@ -31,7 +31,14 @@ lacks) returns the reason, and the run stops in one line rather than the
 worker dying on the message. On an existing cluster the imports are checked
 on every worker before anything runs: a worker that cannot import one stops
 the run in one line naming the module, the workers and what to install
-there. The cache
+there. A worker that joins later without nsbench is not checked, but each
+task's function is nsbench.run.worker_probe.run_batch sent by value, which
+imports nsbench only as it runs: there it answers the module it lacks, and
+the run stops in one line naming the worker, every clip before that batch
+written (a reference to nsbench's code killed that worker as it decoded the
+message, or left it closing for ever with the batch, and the run waiting).
+No result for ``$NSBENCH_DASK_STALL`` seconds (an hour by default) for the
+batch taken next also stops the run in one line, the clips done kept. The cache
 (nsbench.store.cache) is written where each worker runs: on a remote cluster, point
 ``NSBENCH_CACHE`` at a shared filesystem for runs to resume there.
 """
@@ -40,6 +47,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import os
 import signal
 import sys
 import uuid
@@ -47,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from nsbench.run.clips import run_clip
+from nsbench.run.worker_probe import CANNOT_RUN
 from nsbench.run.engine_run import EngineHolder, EngineRun, Outcome
 from nsbench.run.runner import in_process, sources_pickle
 from nsbench.plugins.errors import UserError
@@ -96,6 +105,7 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
         from distributed import Client, LocalCluster
     except ImportError as error:
         raise UserError(f"--executor dask needs dask.distributed ({error}): pip install 'nsbench[dask]'") from error
+    stall_seconds()  # a wrong $NSBENCH_DASK_STALL stops the run here, before anything runs
     if scheduler:
         try:
             with dask.config.set(SHORT_LOGS):  # read as the client's comm opens
@@ -123,15 +133,23 @@ def dask_client(scheduler: str | None, workers: int, engines: Sequence[EngineSpe
             yield client
 
 
-def worker_probe() -> Any:
-    """nsbench.run.worker_probe's function, sent by value: it runs on workers
-    that may lack nsbench."""
+def worker_probe(name: str = "missing_modules") -> Any:
+    """A function of nsbench.run.worker_probe, sent by value: it runs on
+    workers that may lack nsbench. A copy, not the module's own: distributed
+    pickles a task with plain pickle first, which would send a reference to
+    the module's; the copy is not found there under its name, so the task
+    goes by cloudpickle, by value (and so again from the scheduler, which
+    has nsbench, to the workers)."""
+    import types
+
     import cloudpickle
 
     from nsbench.run import worker_probe as probe
 
     cloudpickle.register_pickle_by_value(probe)
-    return probe.missing_modules
+    function = getattr(probe, name)
+    return types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__,
+                              function.__closure__)
 
 
 def needed_modules(engines: Sequence[EngineSpec]) -> dict[str, str]:
@@ -191,6 +209,7 @@ def send_local_plugins(client: Any) -> None:
     plugin's lambdas) cloudpickle sends so (``packed``)."""
     import cloudpickle
 
+    from nsbench.run import dask_plugin_files
     from nsbench.run.dask_plugin_files import PluginFiles, plugin_files
 
     for name, module in list(sys.modules.items()):
@@ -199,6 +218,9 @@ def send_local_plugins(client: Any) -> None:
     files = plugin_files(LOCAL_PLUGIN_PREFIX)
     if not files:
         return
+    # By value: a worker that joins later without nsbench could not unpickle a
+    # reference, and is then left closing for ever with the batch it was given.
+    cloudpickle.register_pickle_by_value(dask_plugin_files)
     try:
         client.register_plugin(PluginFiles(files))
     except Exception as error:
@@ -229,9 +251,13 @@ class CannotUnpack(RuntimeError):
     traceback in each worker's log."""
 
 
-class WorkersCannotLoadClips(UserError):
-    """A worker cannot unpickle the dataset's clips: no engine can run, so
-    the run stops (nsbench.run.loop) rather than skipping engine after engine."""
+class ClusterCannotGoOn(UserError):
+    """No engine can run on the cluster as it is: the run stops
+    (nsbench.run.loop) rather than skipping engine after engine."""
+
+
+class WorkersCannotLoadClips(ClusterCannotGoOn):
+    """A worker cannot unpickle the dataset's clips."""
 
 
 def unpacked(blob: bytes, what: str) -> Any:
@@ -244,6 +270,24 @@ def unpacked(blob: bytes, what: str) -> Any:
 
 
 MAX_BATCH = 8
+STALL_VARIABLE = "NSBENCH_DASK_STALL"
+# An hour without a result while batches are in flight: a stuck cluster, not a
+# slow engine. The batch taken next is the oldest submitted, so this is about
+# the time of one batch (up to 8 clips, e.g. 8 clips of 7 minutes each at real
+# time) plus its wait for a thread; a slower batch needs a larger value.
+DEFAULT_STALL_SECONDS = 3600.0
+
+
+def stall_seconds() -> float | None:
+    """``$NSBENCH_DASK_STALL`` seconds (0: wait for ever), else the default."""
+    text = os.environ.get(STALL_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_STALL_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise UserError(f"${STALL_VARIABLE} must be a number of seconds (0: no limit), not {text!r}") from None
+    return seconds if seconds > 0 else None
 
 
 def cluster_threads(client: Any) -> int:
@@ -274,6 +318,7 @@ def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], note
     flight, not per clip of the set, and each result is released once
     consumed, so the workers drop it."""
     token = uuid.uuid4().hex
+    stall, run_batch = stall_seconds(), worker_probe("run_batch")  # by value: a worker without nsbench says so
     run_blob = packed(run)  # once: each task carries the same bytes; a worker unpickles it once
     size = batch_size(len(sources), cluster_threads(client))
     batches = (list(sources[start:start + size]) for start in range(0, len(sources), size))
@@ -281,14 +326,14 @@ def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], note
 
     def submit(chosen: list[list[ClipSource]]) -> None:
         count = len(chosen)
-        futures = client.map(work_on_worker, [token] * count, [run_blob] * count, [packed(b) for b in chosen], pure=False)
+        futures = client.map(run_batch, [token] * count, [run_blob] * count, [packed(b) for b in chosen], pure=False)
         window.extend(zip(chosen, futures))
 
     try:
         submit(list(itertools.islice(batches, in_flight_limit(client))))  # at once: the scheduler sees the group whole
         while window:
             batch, future = window.popleft()
-            outcomes, worker_notes = result_of(future, run, batch)
+            outcomes, worker_notes = result_of(future, run, batch, stall, len(window) + 1)
             future.release()  # the workers drop the result
             del future
             submit(list(itertools.islice(batches, 1)))  # refill before the caller's turn: the workers keep going
@@ -302,24 +347,46 @@ def run_on_dask(client: Any, run: EngineRun, sources: Sequence[ClipSource], note
             client.run(close_on_worker, token)
 
 
-def result_of(future: Any, run: EngineRun, batch: list[ClipSource]) -> tuple[list[Outcome], list[str]]:
+def result_of(future: Any, run: EngineRun, batch: list[ClipSource], stall: float | None,
+              in_flight: int) -> tuple[list[Outcome], list[str]]:
     """The batch's outcomes and the worker's notes; each clip of a batch whose
     workers died is recorded as failed; a worker that cannot unpickle the task
-    stops the run."""
+    or import nsbench, or no result within ``stall`` seconds, stops the run."""
     from distributed import KilledWorker
 
     try:
-        result = future.result()
+        result = future.result(timeout=stall)
+    except TimeoutError as error:
+        if future.done():  # the task's own error, not the wait's
+            raise
+        raise ClusterCannotGoOn(
+            f"no result in {stall:g} s for the Dask batch from clip {batch[0].clip_id} ({len(batch)} clips; {in_flight} batches "
+            "in flight): "
+            f"are its workers alive and able to run nsbench? (${STALL_VARIABLE} sets the limit, 0 none); "
+            "the clips done so far are kept"
+        ) from error
     except ModuleNotFoundError as error:  # a worker that joined after the check
         raise UserError(
             f"a Dask worker cannot import {error.name}: install it on every worker; the clips done so far are kept"
         ) from error
     except KilledWorker as error:
         return [Outcome(killed(run, source, error, len(batch)), None, 0) for source in batch], []
+    if isinstance(result, tuple) and result[:1] == (CANNOT_RUN,):
+        raise worker_cannot_run(*result[1:])
     if isinstance(result, CannotUnpack):
         stop = WorkersCannotLoadClips if CLIPS in str(result) else UserError
         raise stop(f"{result}: install it on every worker; the clips done so far are kept")
     return result
+
+
+def worker_cannot_run(worker: str, module: str, error: str) -> ClusterCannotGoOn:
+    """A worker that joined after the start-up check without nsbench (or a
+    module nsbench imports) answered a batch with why it cannot run it."""
+    install = needed_modules(()).get(module, module)
+    return ClusterCannotGoOn(
+        f"the Dask worker {worker}, which joined after the start-up check, cannot import {module} ({error}): "
+        f"install {install} there, or stop that worker, then run again; the clips done so far are kept"
+    )
 
 
 def work_on_worker(token: str, run_blob: bytes, batch_blob: bytes) -> tuple[list[Outcome], list[str]] | CannotUnpack:

@@ -15,7 +15,7 @@ import sys
 from typing import Any, Sequence
 
 from nsbench.run.config import RunConfig
-from nsbench.run.dask_executor import WorkersCannotLoadClips
+from nsbench.run.dask_executor import ClusterCannotGoOn
 from nsbench.run.engine_turn import run_one
 from nsbench.run.executors import executor_for
 from nsbench.run.plan import plan_run
@@ -48,7 +48,7 @@ def run_engines(run: Run) -> int:
             later = engines[index + 1 :]
             try:
                 result, stop = run_one(run, engine, later[0] if later else None, first=not results)
-            except (ModelFileMismatch, WorkersCannotLoadClips):  # not one engine's trouble: stop, exit 2
+            except (ModelFileMismatch, ClusterCannotGoOn):  # not one engine's trouble: stop, exit 2
                 raise
             except UserError as error:
                 print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)

@@ -273,3 +273,29 @@ def test_a_failing_clip_inside_a_batch_fails_alone(tmp_path):
     assert failed == ["utt04"]
     assert "this clip fails in the engine" in records[4]["error"]
     assert all("si_sdr" in row["scores"] for row in records if row["clip_id"] != "utt04")
+
+
+def test_a_batch_with_no_result_within_the_stall_limit_ends_the_run_in_one_line(tmp_path):
+    """The engine takes 30 s a clip; $NSBENCH_DASK_STALL is 2 s: the run
+    stops in one line instead of waiting (a real slow engine stands in for a
+    stuck worker, which gives no result the same way)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers.paths import REPO_ROOT
+
+    data = make_folder_dataset(tmp_path / "data", 2, seconds=0.5, name="utt{index:02d}")
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(PLUGIN)
+    argv = ["--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder", "--data-folder", str(data), "--metric",
+            "si_sdr", "--executor", "dask", "--jobs", "1", "--no-cache", "--quiet", "--no-plots", "--no-html",
+            "--results-folder", str(tmp_path / "r")]
+    env = {**os.environ, "ENGINE_SLEEP": "30", "NSBENCH_DASK_STALL": "2"}
+    result = subprocess.run([sys.executable, "benchmark.py", *argv], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=300)
+    ours = [line for line in result.stderr.splitlines() if line.startswith("nsbench:")]
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert ours == ["nsbench: error: no result in 2 s for the Dask batch from clip utt00 (1 clips; 2 batches in flight): are "
+                    "its workers alive and able to run nsbench? ($NSBENCH_DASK_STALL sets the limit, 0 none); the clips done "
+                    "so far are kept"], result.stderr[-3000:]

@@ -1,7 +1,9 @@
 """--executor dask --scheduler on a real cluster: `dask scheduler` and
 `dask worker` started as processes on 127.0.0.1, as docs/cache-and-clusters.md shows. A
 worker that cannot import nsbench stops the run in one line, before
-anything is computed; workers that can give the serial run's numbers."""
+anything is computed; workers that can give the serial run's numbers; a
+worker without nsbench joining mid-run stops it in one line, the clips done
+kept."""
 from __future__ import annotations
 
 import json
@@ -141,3 +143,55 @@ def test_a_worker_killed_mid_run_costs_only_the_batch_it_was_running(tmp_path):
     assert all(row["error"] == failed[0]["error"] for row in failed)
     assert failed[0]["error"].startswith("the Dask workers running this clip died, as often as the scheduler allows")
     assert all("si_sdr" in row["scores"] for row in records if row["error"] is None)
+
+
+@pytest.mark.slow
+def test_a_worker_without_nsbench_joining_mid_run_stops_it_in_one_line_keeping_the_clips_done(tmp_path):
+    """A `dask worker` that cannot import nsbench (no PYTHONPATH, outside the
+    checkout) joins after the start-up check, once some clips are logged. It
+    used to die decoding its first batch, or, with a nanny and a plugin file,
+    stay closing for ever with that batch while the run waited on it. Now the
+    batch's function, sent by value, answers that nsbench is missing there,
+    and the run stops in one line naming the worker; every clip logged stays."""
+    from tests.helpers.audio import make_folder_dataset
+    from tests.helpers.plugins import QUIETER_PLUGIN
+
+    with_nsbench = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ENGINE_SLEEP": "0.4"}  # ~20 s for the 48 clips
+    bare = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    data = make_folder_dataset(tmp_path / "data", 48, seconds=0.5, name="utt{index:02d}")
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(QUIETER_PLUGIN)
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)]
+    results = tmp_path / "results"
+    log = results / "folder" / "quieter.clips.jsonl"
+    with process(scheduler, tmp_path, with_nsbench):
+        address = scheduler_address(scheduler_file)
+        worker = [DASK, "worker", address, "--nthreads", "1", "--no-dashboard"]  # with its nanny, as a cluster starts them
+        with process(worker, tmp_path, with_nsbench):
+            wait_for_workers(address, 1)
+            command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder",
+                       "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--scheduler", address,
+                       "--quiet", "--no-plots", "--no-html", "--no-cache", "--results-folder", str(results)]
+            run = subprocess.Popen(command, cwd=REPO_ROOT, env=with_nsbench, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True)
+            deadline = time.monotonic() + 240
+            while not (log.is_file() and len(log.read_text().splitlines()) >= 4):
+                assert run.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the late worker"
+                time.sleep(0.05)
+            with process(worker, tmp_path, bare):
+                try:
+                    _, stderr = run.communicate(timeout=300)  # a safety net: the run used to wait for ever
+                finally:
+                    run.kill()  # no-op once it ended; else no run left behind by a failing test
+                    run.wait()
+    assert run.returncode == 2, stderr[-3000:]
+    ours = [line for line in stderr.splitlines() if line.startswith("nsbench:")]
+    assert len(ours) == 1, stderr[-3000:]
+    assert ours[0].startswith("nsbench: error: the Dask worker tcp://127.0.0.1:"), ours
+    assert "which joined after the start-up check, cannot import nsbench (ModuleNotFoundError" in ours[0]
+    assert ours[0].endswith("then run again; the clips done so far are kept")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert 4 <= len(records) < 48
+    assert [row["clip_id"] for row in records] == [f"utt{index:02d}" for index in range(len(records))]
+    assert all(row["error"] is None and "si_sdr" in row["scores"] for row in records)
