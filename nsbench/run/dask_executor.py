@@ -59,6 +59,7 @@ from nsbench.run.worker_probe import CANNOT_RUN
 from nsbench.run.engine_run import EngineHolder, EngineRun, Outcome
 from nsbench.run.runner import in_process, sources_pickle
 from nsbench.plugins.errors import UserError
+from nsbench.text import plural
 from nsbench.plugins.records import ClipRecord, ClipSource
 from nsbench.plugins.specs import EngineSpec
 
@@ -360,8 +361,8 @@ def result_of(future: Any, run: EngineRun, batch: list[ClipSource], stall: float
         if future.done():  # the task's own error, not the wait's
             raise
         raise ClusterCannotGoOn(
-            f"no result in {stall:g} s for the Dask batch from clip {batch[0].clip_id} ({len(batch)} clips; {in_flight} batches "
-            "in flight): "
+            f"no result in {stall:g} s for the Dask batch from clip {batch[0].clip_id} ({plural(len(batch), 'clip')}; "
+            f"{plural(in_flight, 'batch', 'batches')} in flight): "
             f"are its workers alive and able to run nsbench? (${STALL_VARIABLE} sets the limit, 0 none); "
             "the clips done so far are kept"
         ) from error

@@ -141,6 +141,37 @@ def test_ctrl_c_during_a_dask_run_stops_it_cleanly(tmp_path):
         raise AssertionError(f"processes left after the run:\n{left}")
 
 
+def test_the_parent_keeps_distributeds_message_logs_short():
+    """Each task's message (its batch of clips and the engine's run) stays in
+    the client's log of recent messages and the scheduler's transition log:
+    at distributed's default of 1,000 that held a 100,000-clip run's parent
+    ~60 MB higher (nsbench.run.dask_executor.SHORT_LOGS). The limit must be
+    in force where those logs are made, as the cluster and client start. In
+    a subprocess: a local cluster leaves multiprocessing's resource tracker
+    behind in the process that started it."""
+    import subprocess
+    import sys
+
+    from nsbench.run.dask_executor import SHORT_LOGS
+
+    probe = textwrap.dedent(
+        """
+        import json
+        from nsbench.run.dask_executor import dask_client
+        with dask_client(None, 1) as client:
+            scheduler = client.cluster.scheduler
+            print(json.dumps({"client": client.scheduler_comm.recent_message_log.maxlen,
+                              "transitions": scheduler.transition_log.maxlen,
+                              "to_clients": [c.recent_message_log.maxlen for c in scheduler.client_comms.values()]}))
+        """
+    )
+    found = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                                      timeout=120).stdout.splitlines()[-1])
+    length = SHORT_LOGS["distributed.admin.low-level-log-length"]
+    assert length < 1000
+    assert found == {"client": length, "transitions": length, "to_clients": [length]}, found
+
+
 def test_no_process_is_left_behind_by_these_tests():
     import psutil
 
@@ -296,6 +327,6 @@ def test_a_batch_with_no_result_within_the_stall_limit_ends_the_run_in_one_line(
                             timeout=300)
     ours = [line for line in result.stderr.splitlines() if line.startswith("nsbench:")]
     assert result.returncode == 2, result.stderr[-3000:]
-    assert ours == ["nsbench: error: no result in 2 s for the Dask batch from clip utt00 (1 clips; 2 batches in flight): are "
+    assert ours == ["nsbench: error: no result in 2 s for the Dask batch from clip utt00 (1 clip; 2 batches in flight): are "
                     "its workers alive and able to run nsbench? ($NSBENCH_DASK_STALL sets the limit, 0 none); the clips done "
                     "so far are kept"], result.stderr[-3000:]
