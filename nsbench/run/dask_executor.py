@@ -54,7 +54,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from nsbench.run.clips import run_clip
+from nsbench.run.dask_worker import CLIPS, CannotUnpack, close_on_worker
 from nsbench.run.worker_probe import CANNOT_RUN
 from nsbench.run.engine_run import EngineHolder, EngineRun, Outcome
 from nsbench.run.runner import in_process, sources_pickle
@@ -65,7 +65,6 @@ from nsbench.plugins.specs import EngineSpec
 
 CONNECT_TIMEOUT = "5s"
 LOCAL_PLUGIN_PREFIX = "nsbench_local_plugin_"
-CLIPS = "a clip of the dataset"
 # A local cluster idling costs ~0.11 CPU-s a second across its processes, most
 # of it timers: an event-loop tick every 20 ms (only for "unresponsive loop"
 # warnings), system and memory monitors every 0.5 s and 0.1 s (dashboard
@@ -79,10 +78,6 @@ QUIET_TIMERS = {"distributed.admin.tick.interval": "1s", "distributed.admin.syst
 # logs were full, about 60 MB at 8 clips a batch (bench/audit_memory.py with
 # --executor dask, 500 and 2,000 clips); the 100,000-clip run peaked at 312 MB.
 SHORT_LOGS = {"distributed.admin.low-level-log-length": 50}
-
-# The runs on this worker and their engines, built once per run, by run token.
-_holders: dict[str, tuple[EngineRun, EngineHolder]] = {}
-
 
 @dataclass(frozen=True)
 class DaskExecutor:
@@ -246,12 +241,6 @@ def packed(value: Any) -> bytes:
         return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-class CannotUnpack(RuntimeError):
-    """A worker could not unpickle a task's arguments (a module it lacks).
-    Returned by the task, not raised: a raised error is also a page of
-    traceback in each worker's log."""
-
-
 class ClusterCannotGoOn(UserError):
     """No engine can run on the cluster as it is: the run stops
     (nsbench.run.loop) rather than skipping engine after engine."""
@@ -259,15 +248,6 @@ class ClusterCannotGoOn(UserError):
 
 class WorkersCannotLoadClips(ClusterCannotGoOn):
     """A worker cannot unpickle the dataset's clips."""
-
-
-def unpacked(blob: bytes, what: str) -> Any:
-    import pickle
-
-    try:
-        return pickle.loads(blob)
-    except Exception as error:
-        raise CannotUnpack(f"a Dask worker cannot unpickle {what}: {type(error).__name__}: {error}") from error
 
 
 MAX_BATCH = 8
@@ -388,26 +368,6 @@ def worker_cannot_run(worker: str, module: str, error: str) -> ClusterCannotGoOn
         f"the Dask worker {worker}, which joined after the start-up check, cannot import {module} ({error}): "
         f"install {install} there, or stop that worker, then run again; the clips done so far are kept"
     )
-
-
-def work_on_worker(token: str, run_blob: bytes, batch_blob: bytes) -> tuple[list[Outcome], list[str]] | CannotUnpack:
-    """The batch's outcomes in clip order; run_clip records a failing clip
-    itself, so the batch's other clips go on."""
-    try:
-        if token not in _holders:
-            run = unpacked(run_blob, "the engine's run (its engine, metrics and options)")
-            _holders[token] = (run, EngineHolder(run.spec, run.options))
-        run, holder = _holders[token]
-        batch = unpacked(batch_blob, CLIPS)
-    except CannotUnpack as error:
-        return error
-    return [run_clip(holder, source, run) for source in batch], holder.all_notes()
-
-
-def close_on_worker(token: str) -> None:
-    _, holder = _holders.pop(token, (None, None))
-    if holder is not None:
-        holder.discard()
 
 
 def killed(run: EngineRun, source: ClipSource, error: Exception, batch_clips: int) -> ClipRecord:

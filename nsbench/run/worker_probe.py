@@ -33,11 +33,11 @@ def missing_modules(names: list[str]) -> list[str]:
 
 
 def run_batch(token: str, run_blob: bytes, batch_blob: bytes) -> Any:
-    """nsbench.run.dask_executor.work_on_worker's result, or (CANNOT_RUN,
+    """nsbench.run.dask_worker.work_on_worker's result, or (CANNOT_RUN,
     this worker's address, the module it lacks, the error) where it cannot
     be imported."""
     try:
-        from nsbench.run.dask_executor import work_on_worker
+        from nsbench.run.dask_worker import work_on_worker
     except ImportError as error:
         return CANNOT_RUN, worker_address(), error.name or "nsbench", f"{type(error).__name__}: {error}"
     return work_on_worker(token, run_blob, batch_blob)

@@ -101,11 +101,12 @@ UNSAFE = re.compile(
     r"|os\.system\(|os\.popen\(|marshal\.loads?\(|shelve\.open\(|torch\.load\(|joblib\.load\("
 )
 # Allowed, once each: a Dask task's arguments, pickled by our parent for our
-# workers (nsbench.run.dask_executor.packed), as the --jobs pool does (Dask
+# workers (nsbench.run.dask_executor.packed, unpickled by
+# nsbench.run.dask_worker.unpacked), as the --jobs pool does (Dask
 # unpickles every message it carries anyway); and a --plugin file run on each
 # Dask worker as the parent imported it (nsbench.run.dask_plugin_files): code
 # the user named on the command line.
-OUR_OWN = ["nsbench/run/dask_executor.py: pickle.loads(", "nsbench/run/dask_plugin_files.py: exec("]
+OUR_OWN = ["nsbench/run/dask_plugin_files.py: exec(", "nsbench/run/dask_worker.py: pickle.loads("]
 
 
 def test_nothing_untrusted_is_unpickled_evaluated_or_run_through_a_shell():
