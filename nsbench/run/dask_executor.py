@@ -79,6 +79,7 @@ QUIET_TIMERS = {"distributed.admin.tick.interval": "1s", "distributed.admin.syst
 # --executor dask, 500 and 2,000 clips); the 100,000-clip run peaked at 312 MB.
 SHORT_LOGS = {"distributed.admin.low-level-log-length": 50}
 
+
 @dataclass(frozen=True)
 class DaskExecutor:
     """The clips as tasks on a connected Dask client (nsbench.run.runner.Executor)."""
