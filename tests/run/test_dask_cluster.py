@@ -53,6 +53,34 @@ def scheduler_address(scheduler_file: Path) -> str:
     raise AssertionError("the Dask scheduler did not start")
 
 
+def scheduler_command(scheduler_file: Path) -> list[str]:
+    return [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)]
+
+
+def start_quieter_run(tmp_path: Path, clips: int, address: str, env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
+    """The quieter plugin engine over ``clips`` half-second clips on the
+    scheduler at ``address``, started; returns the run and its clip log."""
+    from tests.helpers.audio import make_folder_dataset
+    from tests.helpers.plugins import QUIETER_PLUGIN
+
+    data = make_folder_dataset(tmp_path / "data", clips, seconds=0.5, name="utt{index:02d}")
+    plugin = tmp_path / "quieter_plugin.py"
+    plugin.write_text(QUIETER_PLUGIN)
+    results = tmp_path / "results"
+    command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder",
+               "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--scheduler", address,
+               "--quiet", "--no-plots", "--no-html", "--no-cache", "--results-folder", str(results)]
+    run = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return run, results / "folder" / "quieter.clips.jsonl"
+
+
+def wait_until_logged(run: subprocess.Popen, log: Path, clips: int, before: str) -> None:
+    deadline = time.monotonic() + 240
+    while not (log.is_file() and len(log.read_text().splitlines()) >= clips):
+        assert run.poll() is None and time.monotonic() < deadline, f"the run ended or stalled before {before}"
+        time.sleep(0.05)
+
+
 def benchmark(argv: list[str], results: Path) -> subprocess.CompletedProcess:
     command = [sys.executable, "benchmark.py", "--engine", "speex", "--limit", "2", "--quiet", "--no-plots", "--no-html",
                "--no-cache", "--results-folder", str(results), *argv]
@@ -65,7 +93,7 @@ def test_a_real_cluster_checks_its_workers_then_runs(tmp_path):
     # nsbench: the shared environment has its dependencies, not nsbench itself.
     bare = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     scheduler_file = tmp_path / "scheduler.json"
-    scheduler = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)]
+    scheduler = scheduler_command(scheduler_file)
     # The scheduler unpickles the tasks: it needs nsbench too (the run checks it first).
     with process(scheduler, tmp_path, {**bare, "PYTHONPATH": str(REPO_ROOT)}):
         address = scheduler_address(scheduler_file)
@@ -105,32 +133,18 @@ def test_a_worker_killed_mid_run_costs_only_the_batch_it_was_running(tmp_path):
     worker only the batch it runs (24 clips on 2 threads: batches of 3), so
     exactly that batch's clips fail, with the reason; the other worker scores
     every other clip, and the run ends normally."""
-    from tests.helpers.audio import make_folder_dataset
-    from tests.helpers.plugins import QUIETER_PLUGIN
-
     # ~0.4 s a clip, so that the worker is killed in the middle of one.
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ENGINE_SLEEP": "0.4",
            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0", "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
-    data = make_folder_dataset(tmp_path / "data", 24, seconds=0.5, name="utt{index:02d}")
-    plugin = tmp_path / "quieter_plugin.py"
-    plugin.write_text(QUIETER_PLUGIN)
     scheduler_file = tmp_path / "scheduler.json"
-    scheduler = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)]
-    results = tmp_path / "results"
-    log = results / "folder" / "quieter.clips.jsonl"
+    scheduler = scheduler_command(scheduler_file)
     with process(scheduler, tmp_path, env):
         address = scheduler_address(scheduler_file)
         worker = [DASK, "worker", address, "--nthreads", "1", "--no-dashboard", "--no-nanny"]
         with process(worker, tmp_path, env) as doomed, process(worker, tmp_path, env):
             wait_for_workers(address, 2)
-            command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder",
-                       "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--scheduler", address,
-                       "--quiet", "--no-plots", "--no-html", "--no-cache", "--results-folder", str(results)]
-            run = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            deadline = time.monotonic() + 240
-            while not (log.is_file() and len(log.read_text().splitlines()) >= 4):
-                assert run.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the kill"
-                time.sleep(0.05)
+            run, log = start_quieter_run(tmp_path, 24, address, env)
+            wait_until_logged(run, log, 4, "the kill")
             os.killpg(doomed.pid, signal.SIGKILL)
             _, stderr = run.communicate(timeout=300)
     records = [json.loads(line) for line in log.read_text().splitlines()]
@@ -153,32 +167,17 @@ def test_a_worker_without_nsbench_joining_mid_run_stops_it_in_one_line_keeping_t
     stay closing for ever with that batch while the run waited on it. Now the
     batch's function, sent by value, answers that nsbench is missing there,
     and the run stops in one line naming the worker; every clip logged stays."""
-    from tests.helpers.audio import make_folder_dataset
-    from tests.helpers.plugins import QUIETER_PLUGIN
-
     with_nsbench = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ENGINE_SLEEP": "0.4"}  # ~20 s for the 48 clips
     bare = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    data = make_folder_dataset(tmp_path / "data", 48, seconds=0.5, name="utt{index:02d}")
-    plugin = tmp_path / "quieter_plugin.py"
-    plugin.write_text(QUIETER_PLUGIN)
     scheduler_file = tmp_path / "scheduler.json"
-    scheduler = [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)]
-    results = tmp_path / "results"
-    log = results / "folder" / "quieter.clips.jsonl"
+    scheduler = scheduler_command(scheduler_file)
     with process(scheduler, tmp_path, with_nsbench):
         address = scheduler_address(scheduler_file)
         worker = [DASK, "worker", address, "--nthreads", "1", "--no-dashboard"]  # with its nanny, as a cluster starts them
         with process(worker, tmp_path, with_nsbench):
             wait_for_workers(address, 1)
-            command = [sys.executable, "benchmark.py", "--plugin", str(plugin), "--engine", "quieter", "--dataset", "folder",
-                       "--data-folder", str(data), "--metric", "si_sdr", "--executor", "dask", "--scheduler", address,
-                       "--quiet", "--no-plots", "--no-html", "--no-cache", "--results-folder", str(results)]
-            run = subprocess.Popen(command, cwd=REPO_ROOT, env=with_nsbench, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   text=True)
-            deadline = time.monotonic() + 240
-            while not (log.is_file() and len(log.read_text().splitlines()) >= 4):
-                assert run.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the late worker"
-                time.sleep(0.05)
+            run, log = start_quieter_run(tmp_path, 48, address, with_nsbench)
+            wait_until_logged(run, log, 4, "the late worker")
             with process(worker, tmp_path, bare):
                 try:
                     _, stderr = run.communicate(timeout=300)  # a safety net: the run used to wait for ever
