@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""What the listening grid's spectrograms cost: librosa's import (numba compiles
-some of its functions at import and caches them on disk), the first calls of
-``stft``, ``amplitude_to_db`` and ``display.specshow``, and a row of images.
+"""What the listening grid's spectrograms cost, and what drawing them without
+librosa saves: librosa's import (numba compiles some of its functions at
+import and caches them on disk) and first calls of ``stft``,
+``amplitude_to_db`` and ``display.specshow``, which the grid paid until it
+computed them in numpy (nsbench.report.spectrograms); then one grid row of 11
+images of a 4-second clip as the grid draws it now.
 
     python bench/bench_spectrograms.py
 
 Each figure comes from a fresh Python process, CPU seconds (user + system, so a
-loaded machine inflates them less than wall time): the import with an empty
-numba cache (the first run after an install), then with the cache it left; the
-first call of each function after the import (a compile on first use would show
-here); then one grid row of 11 images of a 4-second clip.
+loaded machine inflates them less than wall time): the librosa figures with an
+empty numba cache (the first run after an install), then with the cache it left.
 """
 from __future__ import annotations
 
@@ -42,10 +43,10 @@ figure = Figure(figsize=(2.4, 1.2)); FigureCanvasAgg(figure); axes = figure.add_
 start = cpu(); librosa.display.specshow(decibels, sr=16000, n_fft=256, hop_length=256, ax=axes); figures["first specshow"] = cpu() - start
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from nsbench.report.spectrograms import draw_row
+start = cpu(); from nsbench.report.spectrograms import draw_row; figures["import nsbench's spectrograms"] = cpu() - start
 folder = Path(sys.argv[2])
 start = cpu(); draw_row([signal * (0.5 ** k) for k in range(11)], 16000, [folder / f"{k}.png" for k in range(11)])
-figures["a grid row of 11 images"] = cpu() - start
+figures["a grid row of 11 images (numpy)"] = cpu() - start
 print(json.dumps(figures))
 """
 

@@ -56,7 +56,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from nsbench.adapters import package_file, resample, verified
+from nsbench.adapters import centred_magnitudes, package_file, resample, verified
 from nsbench import MetricInputs, MetricSpec, MetricUndefined, hookimpl
 
 SPEECHMOS_VERSION = "0.0.1.1"  # the version the tests compare against
@@ -208,13 +208,7 @@ def mel_filterbank() -> np.ndarray:
 
 def p808_features(window: np.ndarray) -> np.ndarray:
     """(frames, 120) float32: speechmos's ``audio_melspec`` of one window, in numpy."""
-    samples = np.asarray(window, dtype=np.float64)
-    half = MEL_FFT // 2
-    padded = np.concatenate([np.zeros(half), samples, np.zeros(half)])  # librosa 0.11: centred, zero padding
-    count = 1 + (len(padded) - MEL_FFT) // MEL_HOP
-    index = np.arange(count)[:, None] * MEL_HOP + np.arange(MEL_FFT)[None, :]
-    hann = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(MEL_FFT) / MEL_FFT)  # periodic, as scipy's get_window
-    power = np.abs(np.fft.rfft(padded[index] * hann, axis=1)) ** 2
+    power = centred_magnitudes(window, MEL_FFT, MEL_HOP) ** 2
     mel = power @ mel_filterbank().T
     decibels = 10.0 * np.log10(np.maximum(MEL_AMIN, mel)) - 10.0 * np.log10(max(MEL_AMIN, float(mel.max())))
     decibels = np.maximum(decibels, decibels.max() - MEL_TOP_DB)

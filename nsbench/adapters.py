@@ -65,6 +65,7 @@ EXPORTS: dict[str, tuple[str, str, str]] = {
     "spans": ("nsbench.audio.blocks", "spans", "(start, stop) of consecutive blocks over a length"),
     "float64_blocks": ("nsbench.audio.blocks", "float64_blocks", "an array's blocks as float64, for sums that keep their precision"),
     "arrays_equal": ("nsbench.audio.blocks", "arrays_equal", "two arrays equal sample for sample, compared block by block"),
+    "centred_magnitudes": ("nsbench.audio.spectra", "centred_magnitudes", "STFT magnitudes as librosa's default stft (centred frames, periodic Hann), frames first, in numpy"),
     "Features": ("nsbench.store.reference", "Features", "the type of what a reference feature returns (MetricInputs.feature)"),
     # Lag estimation (conditions, engines that measure their delay).
     "estimate_lag": ("nsbench.audio.alignment", "estimate_lag", "samples one signal lags another, by cross-correlation (None: no clear peak)"),

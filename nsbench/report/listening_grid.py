@@ -196,7 +196,7 @@ def build_grid(
             row.outputs.append(output)
             rate = rate or output_rate
         if draw and heard:
-            from nsbench.report.spectrograms import draw_row  # librosa only where a report is drawn
+            from nsbench.report.spectrograms import draw_row  # matplotlib only where a report is drawn
 
             images = {audio: str(Path(audio).with_suffix(".png")) for audio in heard}
             draw_row(list(heard.values()), rate, [folder / image for image in images.values()])

@@ -1,15 +1,15 @@
-"""Spectrogram PNGs for the listening grid, with librosa.
+"""Spectrogram PNGs for the listening grid, with numpy and matplotlib.
 
-Imported only when a report draws them (not with --no-html). librosa loads its
-submodules lazily, and the first ``stft`` call imports ``librosa.util.utils``,
-whose vectorised functions declare explicit signatures and so compile at
-import. numba caches them on disk beside librosa: with an empty cache (the
-first run after an install) the import and first ``stft`` took 8.6 + 17.4 s of
-CPU, once cached 1.9 + 0.6 s (bench/bench_spectrograms.py, 2-core machine,
-loaded). ``amplitude_to_db`` and ``display.specshow`` compile nothing on first
-use (0.01 s); functions that would (``util.localmax``, ``magphase``'s
-``phasor``, the ``istft`` overlap-add) are not called. A row of 11 images costs
-0.25 s of CPU.
+What librosa's ``stft``, ``amplitude_to_db`` and ``display.specshow`` drew, with
+no librosa: its import (numba compiles ``librosa.util`` at import) cost 1.9 s
+of CPU a run once numba's cache was warm and 26 s the first run after an
+install (bench/bench_spectrograms.py), against 2.5 s for a demo run's ten rows
+of images. The magnitudes are
+nsbench.audio.spectra's (librosa's default STFT); the decibels are
+``amplitude_to_db(S, ref, top_db=None)``'s arithmetic; and the picture is the
+``pcolormesh`` that ``specshow`` makes with no axis types (bare bin and frame
+numbers). tests/report/test_spectrograms.py compares the three with librosa.
+Imported only when a report draws them (not with --no-html).
 
 A row of the grid (one clip: input, reference, every engine's output) shares one
 colour scale: decibels relative to the loudest bin of the whole row, so a darker
@@ -22,6 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
+from nsbench.audio.spectra import centred_magnitudes
+
 # The picture is 120 pixels tall: 129 bins (256 at 16 kHz, 16 ms) fill it, and
 # more would only cost drawing time (matplotlib draws every bin of the mesh).
 # A hop of one window gives 62 frames a second: 250 columns for 4 seconds.
@@ -30,23 +32,28 @@ DYNAMIC_RANGE_DB = 80.0  # below the row's loudest bin, drawn as the darkest col
 SIZE_INCHES, DPI = (2.4, 1.2), 100  # 240 x 120 pixels: a few KB to tens of KB each
 COLOURMAP = "magma"
 COLOURS = 64  # in the PNG's palette
+AMIN = 1e-5  # amplitude_to_db's floor: -100 dB
 
 
 def magnitudes(audio: np.ndarray, rate: int) -> np.ndarray:
-    """|STFT| of a mono signal (several sources are summed: what one hears)."""
-    import librosa
-
+    """(bins, frames) |STFT| of a mono signal (several sources are summed: what one hears)."""
     mono = np.asarray(audio, dtype=np.float32)
     if mono.ndim > 1:
         mono = mono.sum(axis=0)
     n_fft = N_FFT * max(1, round(rate / 16000))  # the same 16 ms window at any rate
-    return np.abs(librosa.stft(mono, n_fft=n_fft, hop_length=n_fft))
+    return centred_magnitudes(mono, n_fft, n_fft).T.astype(np.float32)  # float32, as librosa returns it
+
+
+def decibels(spectrum: np.ndarray, loudest: float) -> np.ndarray:
+    """``librosa.amplitude_to_db(spectrum, ref=loudest, top_db=None)``, step for
+    step: the power in dB relative to ``loudest`` squared, floored at AMIN squared."""
+    values = 10.0 * np.log10(np.maximum(AMIN**2, np.square(spectrum)))
+    values -= 10.0 * np.log10(max(AMIN**2, loudest**2))  # in place: float32 stays float32
+    return values
 
 
 def draw_row(signals: Sequence[np.ndarray], rate: int, paths: Sequence[Path]) -> None:
     """One PNG per signal, on the colour scale of the whole row."""
-    import librosa
-    import librosa.display
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure  # no pyplot: no global figure state, no GUI backend
 
@@ -57,17 +64,23 @@ def draw_row(signals: Sequence[np.ndarray], rate: int, paths: Sequence[Path]) ->
     axes = figure.add_axes((0, 0, 1, 1))
     mesh, shape = None, None
     for spectrum, path in zip(spectra, paths):
-        decibels = librosa.amplitude_to_db(spectrum, ref=loudest, top_db=None)
-        if decibels.shape != shape:  # specshow lays out the axes; later images of that size only swap the values
+        values = decibels(spectrum, loudest)
+        if values.shape != shape:  # a new mesh lays out the axes; later images of that size only swap the values
             axes.clear()
             axes.set_axis_off()
-            n_fft = 2 * (spectrum.shape[0] - 1)
-            mesh = librosa.display.specshow(decibels, sr=rate, n_fft=n_fft, hop_length=n_fft, ax=axes,
-                                            vmin=-DYNAMIC_RANGE_DB, vmax=0.0, cmap=COLOURMAP)
-            shape = decibels.shape
+            mesh = mesh_of(axes, values)
+            shape = values.shape
         else:
-            mesh.set_array(decibels.ravel())
+            mesh.set_array(values.ravel())
         save_png(figure, path)
+
+
+def mesh_of(axes, values: np.ndarray):
+    """``librosa.display.specshow(values, vmin, vmax, cmap)``'s mesh with no
+    axis types: cells centred on bin and frame numbers."""
+    rows, columns = values.shape
+    return axes.pcolormesh(np.arange(columns), np.arange(rows), values, cmap=COLOURMAP, vmin=-DYNAMIC_RANGE_DB,
+                           vmax=0.0, rasterized=True, edgecolors="None", shading="auto")
 
 
 def save_png(figure, path: Path) -> None:
