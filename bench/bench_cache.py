@@ -67,6 +67,7 @@ def engine_outputs(engine: str, limit: int, base: Path, shared: Path) -> list[np
 
 def real_outputs(limit: int) -> None:
     shared = cache.cache_root()
+    shared.mkdir(parents=True, exist_ok=True)  # a machine that never ran nsbench has none yet
     with tempfile.TemporaryDirectory(dir=shared) as base:
         rows = {"passthrough": engine_outputs("passthrough", limit, Path(base), shared)}
         inputs = {array.tobytes() for array in rows["passthrough"]}  # in every run: the baseline
