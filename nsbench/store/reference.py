@@ -169,4 +169,5 @@ def features_to_npz(value: Features) -> bytes:
 def features_from_npz(data: bytes | memoryview) -> Features:
     """Arrays back; numbers stored as 0-d arrays come back as Python numbers."""
     with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as archive:
-        return {name: archive[name].item() if archive[name].ndim == 0 else archive[name] for name in archive.files}
+        arrays = {name: archive[name] for name in archive.files}  # each member read and parsed once
+    return {name: array.item() if array.ndim == 0 else array for name, array in arrays.items()}
