@@ -5,8 +5,9 @@ Which clips: each engine's worst clip, the worst clip of each engine's worst
 cell, a clip for each flag an engine raised, then two typical ones (nearest the
 median over engines); at most ``GRID_ROWS``, at least ``MIN_ROWS`` where the set
 has them. They are known only once every engine has run, so the run keeps every
-output until then (nsbench.extras: in ``--output-folder``, or else as 16-bit
-excerpts in a temporary folder) and the grid copies its clips from there.
+output until then (nsbench.report.writer: in ``--output-folder``, or else as
+16-bit excerpts in a temporary file per engine, nsbench.report.output_spill)
+and the grid copies its clips from there.
 
 The report folder then holds only the grid's audio, as 16-bit WAV excerpts of at
 most ``LISTEN_SECONDS``, and a small spectrogram PNG beside each.

@@ -10,10 +10,10 @@ its listening grid, and ``report.md``; and each output in
 Listening grid: the clips worth hearing are known only once every engine has
 run, and the run loop yields each output once. So every output is written as
 it comes: to ``--output-folder`` (float, whole), or else as a 16-bit excerpt
-(nsbench.report.listening_grid.LISTEN_SECONDS) to a temporary folder that is kept
-until the grid has copied its clips into ``results/<dataset>/audio/``, then
-deleted. Nothing is held in memory; the temporary folder holds at most
-clips x engines x 30 s of 16-bit audio.
+(nsbench.report.listening_grid.LISTEN_SECONDS) appended to a temporary file per
+engine (nsbench.report.output_spill) that is kept until the grid has copied its
+clips into ``results/<dataset>/audio/``, then deleted. Nothing is held in
+memory; the temporary files hold at most clips x engines x 30 s of 16-bit audio.
 """
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
-import weakref
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -40,6 +38,7 @@ from nsbench.run.config import RunConfig
 from nsbench.store import atomic
 from nsbench.report.baselines import compare_with_baselines, compared_metrics
 from nsbench.report.markdown import report_markdown
+from nsbench.report.output_spill import OutputSpill
 from nsbench.report.model import file_stem
 from nsbench.report.tables import headline_higher_is_better
 from nsbench.plugins.records import ClipRecord, ClipSource
@@ -128,10 +127,7 @@ class ResultsWriter:
         self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.report.agreement), once finished
         self.identity: dict[str, Any] = {}  # this run's (nsbench.report.coverage); set by the run before it ends
         self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
-        self.spill: Path | None = None
-        if config.html and not config.output_folder:
-            self.spill = Path(tempfile.mkdtemp(prefix="nsbench-outputs-"))
-            weakref.finalize(self, shutil.rmtree, self.spill, True)
+        self.spill = OutputSpill() if config.html and not config.output_folder else None
 
     # --------------------------------------------------------------- as the run goes
 
@@ -155,11 +151,12 @@ class ResultsWriter:
         if self.config.output_folder:
             write_audio(Path(self.config.output_folder) / file_stem(engine) / f"{run}.wav", audio, rate)
         elif self.spill:
-            listening_grid.listening_copy(audio, rate, self.spill / file_stem(engine) / f"{run}.wav")
+            self.spill.keep(engine, run, audio, rate)
 
     def kept_output(self, engine: str, run: str) -> tuple[np.ndarray, int] | None:
-        folder = Path(self.config.output_folder) if self.config.output_folder else self.spill
-        return listening_grid.read_excerpt(folder / file_stem(engine) / f"{run}.wav") if folder else None
+        if self.config.output_folder:
+            return listening_grid.read_excerpt(Path(self.config.output_folder) / file_stem(engine) / f"{run}.wav")
+        return self.spill.read(engine, run) if self.spill else None
 
     def engine_done(self, result: dict[str, Any], records: RecordTable) -> None:
         """Keeps the records (as columns) for the comparisons and the grid; without report.html,
@@ -182,7 +179,7 @@ class ResultsWriter:
             )
         finally:
             if self.spill:
-                shutil.rmtree(self.spill, ignore_errors=True)
+                self.spill.close()
         paths = {(output.engine, output.run): (output.audio, row.input_audio, row.clean_audio)
                  for row in grid.rows for output in row.outputs if output.audio}
         for result in results:
