@@ -7,14 +7,15 @@ numbers). The first engine of the run computes it; later ones get it
 
 * from memory, within one process: the last ``MEMORY_BYTES`` worth of
   features, by clip (a serial run scores engine after engine, clip by clip);
+  ``--jobs`` workers, which live for one engine, send what they computed or
+  read back with each clip (``computed_since``), the parent keeps it
+  (``keep``), and the next engine's workers, forked from it, start with it
+  in memory;
 * from the cache (nsbench.store.cache, given as ``cache``: it imports this
   module, never the reverse) otherwise, keyed by the reference audio as
   scored (clean and noisy samples, rate), the compute function's code and its
-  parameters: so ``--jobs`` workers, which live for one engine, share it too,
-  and so does a later run;
-* without a cache (``--no-cache``), ``--jobs`` workers send what they computed
-  back with each clip (``computed_since``), the parent keeps it (``keep``),
-  and the next engine's workers, forked from it, start with it in memory.
+  parameters: so a later run shares them too, and so do clips beyond what
+  memory holds.
 
 The values are the arrays ``compute`` returned, so a score made from them is
 the score made without sharing, bit for bit.

@@ -106,32 +106,49 @@ def test_the_cache_shares_features_across_processes_and_runs(counted, registry, 
     assert {name: [o.record.scores for o in outcomes] for name, outcomes in again.items()} == scores
 
 
-def test_without_a_cache_worker_pools_pass_features_to_the_next_engine(registry, clips, tmp_path, monkeypatch):
-    """--no-cache with --jobs: each engine's workers are forked afresh, so the
-    features come back to the parent with each clip and the next engine's
-    workers inherit them. Counted in a file, as the calls happen in workers."""
+@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cache"])
+def test_worker_pools_pass_features_to_the_next_engine(registry, clips, tmp_path, monkeypatch, cached):
+    """--jobs: each engine's workers are forked afresh, so the features come
+    back to the parent with each clip and the next engine's workers inherit
+    them: computed by the first engine's workers only, and with a cache not
+    read back from it either (a read per clip, feature and engine cost more
+    than the scoring it saves). Counted in a file, as the calls happen in workers."""
     from nsbench.run.executors import ProcessPool
+    from nsbench.store.keys import Identity
 
     calls = tmp_path / "calls"
-    original = intelligibility.clean_bands
+    original, original_read = intelligibility.clean_bands, Cache.get_features
 
     @functools.wraps(original)
     def counting(audio, *params):
         with calls.open("a") as log:
-            log.write("call\n")
+            log.write("computed\n")
         return original(audio, *params)
 
+    def counting_reads(self, key):
+        with calls.open("a") as log:
+            log.write("read\n")
+        return original_read(self, key)
+
     monkeypatch.setattr(intelligibility, "clean_bands", counting)
+    monkeypatch.setattr(Cache, "get_features", counting_reads)
+    store = Cache(tmp_path / "cache") if cached else None
     reference._memory.clear()
     try:
         scores = {}
         for name in ENGINES:
             spec = registry.engines.get(name).spec
-            outcomes = list(run_engine(EngineRun(spec, {}, specs(registry.metrics, ("stoi", "estoi"))), clips, executor=ProcessPool(2)))
+            identity = Identity(name, {"stoi": "stoi", "estoi": "estoi"}, "checks") if cached else None
+            run = EngineRun(spec, {}, specs(registry.metrics, ("stoi", "estoi")), cache=store, identity=identity)
+            outcomes = list(run_engine(run, clips, executor=ProcessPool(2)))
             scores[name] = [outcome.record.scores for outcome in outcomes]
     finally:
         reference._memory.clear()
-    assert calls.read_text().count("call") == len(clips)  # the first engine's workers only
+    log = calls.read_text().split()
+    assert log.count("computed") == len(clips)  # the first engine's workers only
+    # With a cache, the first engine's workers look each clip's features up
+    # once (absent) before computing them; no later engine reads any.
+    assert log.count("read") == (len(clips) if cached else 0)
     assert all(len(clip_scores) == 2 for engine in scores.values() for clip_scores in engine)
 
 
