@@ -11,6 +11,7 @@ record with its reason.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from typing import Any
@@ -297,7 +298,7 @@ def cpu_seconds(engine: Engine | None = None) -> float:
     subprocess engine's work is counted like an in-process one; and of the
     programs an engine keeps running across clips (optional
     ``engine.helper_pids()``, e.g. rnnoise's served program)."""
-    times = psutil.Process().cpu_times()
+    times = os.times()  # the kernel's figures psutil would read from /proc, at a fiftieth of the cost
     total = times.user + times.system + times.children_user + times.children_system
     for pid in getattr(engine, "helper_pids", list)():
         with contextlib.suppress(psutil.Error):
