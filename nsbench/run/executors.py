@@ -108,7 +108,7 @@ def work_on(source: ClipSource) -> tuple[Outcome, list[str], dict]:
     clip computed or read, for the parent to hand to the next engine's workers
     (nsbench.store.reference). With a cache too: the next engine's workers
     then find them in memory rather than reading and parsing a cache entry
-    per clip and feature (2.5 CPU s of a cold demo run's harness)."""
+    per clip and feature."""
     assert _worker is not None, "start_worker did not run"
     holder, run = _worker
     marker = reference.memory_marker()
