@@ -79,11 +79,18 @@ def parallel_possible(sources: Sequence[ClipSource], notes: list[str]) -> bool:
     return sources_pickle(sources, notes)
 
 
-# One engine per worker process, built by the pool's initializer.
-_worker: tuple[EngineHolder, EngineRun] | None = None
+# One engine per worker process, built by the pool's initializer, and whether
+# the worker hands the reference features back (work_on).
+_worker: tuple[EngineHolder, EngineRun, bool] | None = None
+
+# With a cache, later engines' workers can read the reference features from it;
+# handing them back through the parent instead saves those reads but holds them
+# in the parent (up to reference.MEMORY_BYTES). Worth it for a set of up to this
+# many clips (the demo's 156), not for a research-size run, whose parent stays flat.
+SHARE_WITH_CACHE_CLIPS = 500
 
 
-def start_worker(run: EngineRun, scratch: str) -> None:
+def start_worker(run: EngineRun, scratch: str, share_features: bool = True) -> None:
     global _worker
     # Its own process group: the parent ends a worker and every program it
     # runs with one killpg, and a Ctrl-C at the terminal reaches only the
@@ -100,20 +107,21 @@ def start_worker(run: EngineRun, scratch: str) -> None:
     # Runs when the worker exits normally, so subprocesses and temporary
     # folders of the worker's engine are cleaned up like the serial ones.
     multiprocessing.util.Finalize(holder, holder.discard, exitpriority=10)
-    _worker = (holder, run)
+    _worker = (holder, run, share_features)
 
 
 def work_on(source: ClipSource) -> tuple[Outcome, list[str], dict]:
     """The clip's outcome, the engine's notes, and the reference features the
     clip computed or read, for the parent to hand to the next engine's workers
-    (nsbench.store.reference). With a cache too: the next engine's workers
-    then find them in memory rather than reading and parsing a cache entry
-    per clip and feature."""
+    (nsbench.store.reference), where the pool shares them: always without a
+    cache, and with one for sets of up to SHARE_WITH_CACHE_CLIPS clips, whose
+    next engine's workers then find them in memory rather than reading and
+    parsing a cache entry per clip and feature."""
     assert _worker is not None, "start_worker did not run"
-    holder, run = _worker
+    holder, run, share_features = _worker
     marker = reference.memory_marker()
     outcome = run_clip(holder, source, run)
-    return outcome, holder.all_notes(), reference.computed_since(marker)
+    return outcome, holder.all_notes(), reference.computed_since(marker) if share_features else {}
 
 
 class WorkerDied(Exception):
@@ -155,7 +163,7 @@ def run_in_pool(run: EngineRun, sources: Sequence[ClipSource], jobs: int, notes:
     import_metric_packages(run)
     context = multiprocessing.get_context("fork")
     scratch = PrivateFolder("nsbench-workers-")
-    initargs = (run, str(scratch.path))
+    initargs = (run, str(scratch.path), run.cache is None or len(sources) <= SHARE_WITH_CACHE_CLIPS)
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=start_worker, initargs=initargs)
     try:
         for outcome, worker_notes, features in in_window(pool, sources, IN_FLIGHT_PER_WORKER * jobs):

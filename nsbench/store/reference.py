@@ -10,7 +10,8 @@ numbers). The first engine of the run computes it; later ones get it
   ``--jobs`` workers, which live for one engine, send what they computed or
   read back with each clip (``computed_since``), the parent keeps it
   (``keep``), and the next engine's workers, forked from it, start with it
-  in memory;
+  in memory (with a cache, for sets of up to
+  nsbench.run.executors.SHARE_WITH_CACHE_CLIPS clips);
 * from the cache (nsbench.store.cache, given as ``cache``: it imports this
   module, never the reverse) otherwise, keyed by the reference audio as
   scored (clean and noisy samples, rate), the compute function's code and its

@@ -106,13 +106,17 @@ def test_the_cache_shares_features_across_processes_and_runs(counted, registry, 
     assert {name: [o.record.scores for o in outcomes] for name, outcomes in again.items()} == scores
 
 
-@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cache"])
-def test_worker_pools_pass_features_to_the_next_engine(registry, clips, tmp_path, monkeypatch, cached):
+@pytest.mark.parametrize("cached, large", [(False, False), (True, False), (True, True)],
+                         ids=["no-cache", "cache", "cache, a large set"])
+def test_worker_pools_pass_features_to_the_next_engine(registry, clips, tmp_path, monkeypatch, cached, large):
     """--jobs: each engine's workers are forked afresh, so the features come
     back to the parent with each clip and the next engine's workers inherit
     them: computed by the first engine's workers only, and with a cache not
     read back from it either (a read per clip, feature and engine cost more
-    than the scoring it saves). Counted in a file, as the calls happen in workers."""
+    than the scoring it saves). A set beyond SHARE_WITH_CACHE_CLIPS keeps the
+    parent flat instead: each engine's workers read them from the cache.
+    Counted in a file, as the calls happen in workers."""
+    from nsbench.run import executors
     from nsbench.run.executors import ProcessPool
     from nsbench.store.keys import Identity
 
@@ -133,6 +137,8 @@ def test_worker_pools_pass_features_to_the_next_engine(registry, clips, tmp_path
     monkeypatch.setattr(intelligibility, "clean_bands", counting)
     monkeypatch.setattr(Cache, "get_features", counting_reads)
     store = Cache(tmp_path / "cache") if cached else None
+    if large:
+        monkeypatch.setattr(executors, "SHARE_WITH_CACHE_CLIPS", len(clips) - 1)
     reference._memory.clear()
     try:
         scores = {}
@@ -147,8 +153,9 @@ def test_worker_pools_pass_features_to_the_next_engine(registry, clips, tmp_path
     log = calls.read_text().split()
     assert log.count("computed") == len(clips)  # the first engine's workers only
     # With a cache, the first engine's workers look each clip's features up
-    # once (absent) before computing them; no later engine reads any.
-    assert log.count("read") == (len(clips) if cached else 0)
+    # once (absent) before computing them; no later engine reads any, but
+    # in a large set, where each engine's workers read each clip's once.
+    assert log.count("read") == (0 if not cached else len(clips) * (len(ENGINES) if large else 1))
     assert all(len(clip_scores) == 2 for engine in scores.values() for clip_scores in engine)
 
 
