@@ -251,10 +251,15 @@ def excerpt(audio: np.ndarray, rate: int) -> np.ndarray:
     return np.asarray(audio)[..., : int(LISTEN_SECONDS * rate)]
 
 
+def heard_excerpt(audio: np.ndarray, rate: int) -> np.ndarray:
+    """What the grid plays of ``audio``: its excerpt, float32, clipped at full scale."""
+    return np.clip(excerpt(audio, rate), -1.0, 1.0).astype(np.float32)
+
+
 def listening_copy(audio: np.ndarray, rate: int, path: Path) -> np.ndarray:
     """Writes the excerpt as 16-bit PCM, which every browser plays; beyond full
     scale is clipped (and flagged as clipped). Returns what was written."""
-    heard = np.clip(excerpt(audio, rate), -1.0, 1.0).astype(np.float32)
+    heard = heard_excerpt(audio, rate)
     path.parent.mkdir(parents=True, exist_ok=True)
     soundfile.write(str(path), heard.T, rate, subtype="PCM_16")
     return heard
@@ -266,4 +271,9 @@ def read_excerpt(path: Path) -> tuple[np.ndarray, int] | None:
         return None
     rate = soundfile.info(str(path)).samplerate
     audio, rate = soundfile.read(str(path), frames=int(LISTEN_SECONDS * rate), dtype="float32", always_2d=True)
-    return (audio[:, 0] if audio.shape[1] == 1 else audio.T), rate
+    return as_signal(audio), rate
+
+
+def as_signal(frames: np.ndarray) -> np.ndarray:
+    """soundfile's (frames, channels) as nsbench holds audio: (samples,) or (channels, samples)."""
+    return frames[:, 0] if frames.shape[1] == 1 else frames.T

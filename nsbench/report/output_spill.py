@@ -6,9 +6,10 @@ header (the run id's length, the rate, channels and frames), the run id, then
 the listening excerpt as 16-bit PCM, converted by soundfile as a WAV file of
 it would be. A file per output cost a cold demo run 1,560 files made, written,
 closed and deleted (1.9 CPU s of its harness); appending costs 1.25 s, most
-of it soundfile's conversion to 16 bits, kept so the grid hears the same bits. The grid asks for a few dozen outputs at the end, each found by walking
-that engine's headers (seeking past the audio), so nothing is held in memory
-per clip, whatever the number of clips.
+of it soundfile's conversion to 16 bits, kept so the grid hears the same bits.
+The grid asks for a few dozen outputs at the end, each found by walking that
+engine's headers (seeking past the audio), so nothing is held in memory per
+clip, whatever the number of clips.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import BinaryIO
 import numpy as np
 import soundfile
 
-from nsbench.report.listening_grid import excerpt
+from nsbench.report.listening_grid import as_signal, heard_excerpt
 
 HEADER = struct.Struct("<IIIQ")  # run id's length in bytes, rate, channels, frames
 SUBTYPE, SAMPLE_BYTES = "PCM_16", 2
@@ -40,7 +41,7 @@ class OutputSpill:
 
     def keep(self, engine: str, run: str, audio: np.ndarray, rate: int) -> None:
         """The output's excerpt, clipped to full scale as the grid plays it."""
-        heard = np.clip(excerpt(audio, rate), -1.0, 1.0).astype(np.float32)
+        heard = heard_excerpt(audio, rate)
         channels = 1 if heard.ndim == 1 else heard.shape[0]
         pcm = io.BytesIO()
         soundfile.write(pcm, heard.T, rate, format="RAW", subtype=SUBTYPE)
@@ -64,7 +65,7 @@ class OutputSpill:
                     continue
                 audio, _ = soundfile.read(io.BytesIO(reader.read(size)), dtype="float32", always_2d=True, format="RAW",
                                           subtype=SUBTYPE, samplerate=rate, channels=channels)
-                return (audio[:, 0] if channels == 1 else audio.T), rate
+                return as_signal(audio), rate
         return None
 
     def close(self) -> None:

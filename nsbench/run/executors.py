@@ -90,7 +90,7 @@ _worker: tuple[EngineHolder, EngineRun, bool] | None = None
 SHARE_WITH_CACHE_CLIPS = 500
 
 
-def start_worker(run: EngineRun, scratch: str, share_features: bool = True) -> None:
+def start_worker(run: EngineRun, scratch: str, share_features: bool) -> None:
     global _worker
     # Its own process group: the parent ends a worker and every program it
     # runs with one killpg, and a Ctrl-C at the terminal reaches only the
