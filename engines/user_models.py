@@ -20,6 +20,7 @@ import inspect
 import shlex
 import shutil
 import sys
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -81,12 +82,23 @@ def build_python(options: Mapping[str, Any]) -> Any:
 
 def python_fingerprint(options: Mapping[str, Any]) -> str:
     """The model's module file: an edited model gets new cache keys."""
-    module_name = options["engine_argument"].partition(":")[0]
     try:
-        found = importlib.util.find_spec(module_name)
+        origin = module_file(options["engine_argument"].partition(":")[0])
     except (ImportError, ValueError):
         return ""  # building the engine will say what is wrong
-    return files_digest([found.origin]) if found and found.origin else ""
+    return files_digest([origin]) if origin else ""
+
+
+def module_file(module_name: str) -> str | None:
+    """The file import_attribute imports (the working folder first), found
+    without importing it or its packages (find_spec of a.b runs a's
+    __init__): nsbench listen keys an engine a results folder names."""
+    top, *inner = module_name.split(".")
+    spec = PathFinder.find_spec(top, [str(Path.cwd()), *sys.path]) or importlib.util.find_spec(top)
+    for name in inner:
+        where = spec.submodule_search_locations if spec else None
+        spec = PathFinder.find_spec(f"{spec.name}.{name}", list(where)) if spec and where else None
+    return spec.origin if spec else None
 
 
 def command_fingerprint(options: Mapping[str, Any]) -> str:

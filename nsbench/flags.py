@@ -2,7 +2,8 @@
 plugin's), read in two passes because ``--plugin`` may add flags.
 
 Kept apart from nsbench.cli so that what re-reads a recorded command line
-(nsbench.listen) parses it as a run did, without importing the CLI.
+(nsbench.listen) parses it as a run did, without importing the CLI, and without
+loading the plugins it names (``parse_recorded``).
 """
 from __future__ import annotations
 
@@ -10,25 +11,49 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from nsbench.listing import LIST_CHOICES
+from nsbench.plugins.errors import UserError
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.report.writer import add_arguments as add_report_arguments
 from nsbench.run import streaming
 from nsbench.store import eviction
 
 
+class RecordedCommandLine(argparse.ArgumentParser):
+    """The parser of a command line read back from a results folder: no help
+    flag, nothing printed, and what does not parse a UserError, not an exit."""
+
+    def __init__(self, **options: Any):
+        super().__init__(**{**options, "add_help": False})
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message)
+
+
 def parse_flags(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     """The plugin manager (built-ins, entry points, ``--plugin`` files) and the parsed flags."""
-    early = argparse.ArgumentParser(add_help=False)
-    early.add_argument("--plugin", action="append", default=[])
-    manager = get_plugin_manager(early.parse_known_args(argv)[0].plugin)
+    manager = get_plugin_manager(named_plugins(argv))
     return manager, build_parser(manager).parse_args(argv)
 
 
-def build_parser(manager) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def parse_recorded(argv: list[str], manager) -> argparse.Namespace:
+    """A run's recorded command line parsed with ``manager``'s flags (the
+    plugins the user names now): its own ``--plugin`` values stay text, never
+    loaded, for a results folder is data (nsbench.listen)."""
+    return build_parser(manager, RecordedCommandLine).parse_args(argv)
+
+
+def named_plugins(argv: list[str], parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> list[str]:
+    """The ``--plugin`` values of a command line, read as a run reads them; nothing is loaded here."""
+    early = parser_class(add_help=False)
+    early.add_argument("--plugin", action="append", default=[])
+    return early.parse_known_args(argv)[0].plugin
+
+
+def build_parser(manager, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser = parser_class(
         # "nsbench" when installed, "benchmark.py" from the checkout: the name the user typed.
         prog=Path(sys.argv[0]).name if sys.argv[0].endswith("benchmark.py") else "nsbench",
         description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER.",

@@ -32,6 +32,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the clip draw (default: 0)")
     p.add_argument("--max-trials", type=int, default=12, help="trials per part at most (default: 12)")
     p.add_argument("--parts", type=int, help="split into this many per-listener parts (default: from --max-trials)")
+    p.add_argument("--plugin", action="append", default=[], help=(
+        "a plugin the run loaded, named again (repeatable): path/to/file.py or package.module; "
+        "listen loads none that a results folder names"))
     p.add_argument("--collect", nargs="+", type=Path, metavar="FILE", help="answer files to collect (.json)")
     p.add_argument("--key", type=Path, help="with --collect: the test's listening-key.json (default: found under RESULTS or ./results)")
     return p
@@ -58,7 +61,7 @@ def build_command(args: argparse.Namespace) -> int:
     if args.clips_per_cell < 1 or args.max_trials < 1 or (args.parts is not None and args.parts < 1) or args.seconds < 1:
         raise UserError("--clips-per-cell, --max-trials and --parts must be 1 or more, --seconds at least 1")
     built = build(args.results, args.output, Options(args.method, args.engine, args.clips_per_cell, args.seconds,
-                                                      args.seed, args.max_trials, args.parts))
+                                                      args.seed, args.max_trials, args.parts, args.plugin))
     lowered = {clip: db for clip, db in built.lowered.items() if db > 0.05}
     print(f"nsbench listen: a {built.method.upper()} test of {plural(built.clips, 'clip')} x {plural(len(built.conditions), 'condition')} "
           f"in {plural(built.parts, 'part')}: open {built.folder / 'index.html'} in a browser (no server needed)")

@@ -42,6 +42,7 @@ class Options:
     seed: int = 0
     max_trials: int = 12  # per part: a MUSHRA screen of 11 conditions takes a few minutes
     parts: int | None = None
+    plugins: Sequence[str] = ()  # the run's --plugin, named again (nsbench.listen.run_audio.reopen)
 
 
 @dataclass
@@ -56,7 +57,7 @@ class Built:
 
 
 def build(results: Path, output: Path | None, options: Options) -> Built:
-    run = reopen(results)
+    run = reopen(results, options.plugins)
     engines = chosen_engines(run, options.engines)
     keys = cell_keys(run)
     baseline = [r["engine"] for r in run.results if layout.passes_input_through(r["engine"])]

@@ -3,19 +3,24 @@ clean reference from its dataset, each engine's output from the cache (or from
 ``--output-folder`` where the run kept them there).
 
 It takes the run's own path: the command line recorded in the provenance is
-parsed again by the CLI's parser (plugins included), the clips come from the
-dataset adapter as the run listed them, and an output's cache key is made by
-the run's own ``cache_identity`` (nsbench.run.plan), as the run made it. What the
-report's listening grid receives while the run is on (a ``read_output(engine,
-run)`` callback and the clip sources) is what this gives afterwards.
+parsed again by the CLI's parser, the clips come from the dataset adapter as
+the run listed them, and an output's cache key is made by the run's own
+``cache_identity`` (nsbench.run.plan), as the run made it. What the report's
+listening grid receives while the run is on (a ``read_output(engine, run)``
+callback and the clip sources) is what this gives afterwards.
+
+A results folder is data: nothing it names is imported or run. The plugins
+the run loaded are the ones the user names again (``--plugin``); those the
+command line records are only compared with them.
 """
 from __future__ import annotations
 
 import json
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -51,36 +56,102 @@ def read_results(folder: Path) -> tuple[list[dict[str, Any]], dict[str, list[dic
             payload = json.loads(path.read_text())
         except (OSError, ValueError) as error:
             raise UserError(f"{path}: not a readable results file ({error})") from None
-        if isinstance(payload, dict) and "engine" in payload and "provenance" in payload:
-            results.append(payload)
-            lines = path.with_name(f"{path.stem}.clips.jsonl")
-            records[payload["engine"]] = [json.loads(line) for line in lines.read_text().splitlines() if line.strip()] \
-                if lines.is_file() else []
+        if not (isinstance(payload, dict) and "engine" in payload and "provenance" in payload):
+            continue  # another file of the run's (the listening key, say)
+        if not isinstance(payload["engine"], str) or not isinstance(payload["provenance"], dict):
+            say(f"{path}: its engine or provenance is not as nsbench writes them; left out")
+            continue
+        results.append(payload)
+        records[payload["engine"]] = read_records(path.with_name(f"{path.stem}.clips.jsonl"))
     if not results:
         raise UserError(f"{folder}: no engine results (<engine>.json) here; run python benchmark.py first")
     return results, records
 
 
-def reopen(folder: Path) -> FinishedRun:
-    """The run behind ``folder``, with its clip sources and an output reader."""
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """An engine's clip lines; one that is not a clip's record (a log cut short) is named and skipped."""
+    if not path.is_file():
+        return []
+    records = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("clip_id"), str):
+            records.append(record)
+        else:
+            say(f"{path}:{number}: not a clip's record (cut short?); skipped")
+    return records
+
+
+def say(line: str) -> None:
+    print(f"nsbench listen: {line}", file=sys.stderr)
+
+
+def reopen(folder: Path, plugins: Sequence[str] = ()) -> FinishedRun:
+    """The run behind ``folder``, with its clip sources and an output reader.
+    ``plugins``: the ``--plugin`` files or modules the user names, which must be the run's."""
     results, records = read_results(folder)
-    argv = list(results[0]["provenance"].get("command_line", []))[1:]
+    argv = recorded_command(results[0], folder)
     # The command that fills the cache with this run's outputs: the run's own, minus what keeps them out of it.
     refill = [arg for arg in argv if arg not in ("--no-cache", "--rerun")]
     run = FinishedRun(folder, results, records, command="python benchmark.py " + shlex.join(refill))
-    from nsbench.flags import parse_flags  # the run's own parser, only when a test is built
+    from nsbench.flags import RecordedCommandLine, named_plugins, parse_recorded  # the run's own parser, only when a test is built
+    from nsbench.plugins.manager import get_plugin_manager
     from nsbench.run.config import RunConfig
     from nsbench.plugins.registry import build_registry
 
     try:
-        manager, args = parse_flags(argv)
-    except SystemExit:
-        raise UserError(f"{folder}: the recorded command line no longer parses: {run.command}") from None
+        recorded = named_plugins(argv, RecordedCommandLine)
+    except UserError as error:
+        raise no_longer_parses(run, error) from None
+    check_plugins(recorded, plugins, folder)
+    manager = get_plugin_manager(plugins)
+    try:
+        args = parse_recorded(argv, manager)
+    except UserError as error:
+        raise no_longer_parses(run, error) from None
     config = RunConfig.from_args(args, argv)
     registry = build_registry(manager)
     run.sources = run_sources(config, registry)
     run.read_output = output_reader(config, registry, results)
     return run
+
+
+def no_longer_parses(run: FinishedRun, error: UserError) -> UserError:
+    return UserError(f"{run.folder}: the recorded command line no longer parses ({error}): {run.command}")
+
+
+def recorded_command(result: Mapping[str, Any], folder: Path) -> list[str]:
+    """The flags of the run's command line (provenance.command_line without the program)."""
+    command = result["provenance"].get("command_line")
+    if not isinstance(command, list) or not command or not all(isinstance(word, str) for word in command):
+        raise UserError(f"{folder}: {result['engine']}'s provenance.command_line is not a command line (a list of words)")
+    return command[1:]
+
+
+def check_plugins(recorded: Sequence[str], given: Sequence[str], folder: Path) -> None:
+    """Each plugin the run loaded is named now, and each named now the run loaded (alike: the same module,
+    or a file of the same name, which the run may have named from another folder). listen loads none that
+    a results folder names: what it needs of them, the user names."""
+    missing = [plugin for plugin in recorded if not any(same_plugin(plugin, mine) for mine in given)]
+    if missing:
+        again = " ".join(f"--plugin {shlex.quote(plugin)}" for plugin in missing)
+        raise UserError(f"{folder}: the run loaded {again}; listen loads no plugin a results folder names: "
+                        f"name what you trust yourself (nsbench listen {folder} {again})")
+    for mine in given:
+        if not any(same_plugin(plugin, mine) for plugin in recorded):
+            raise UserError(f"--plugin {mine}: the run in {folder} did not load it "
+                            f"(it loaded {', '.join(recorded) or 'no plugin'})")
+
+
+def same_plugin(recorded: str, given: str) -> bool:
+    if recorded == given:
+        return True
+    return recorded.endswith(".py") and given.endswith(".py") and Path(recorded).name == Path(given).name
 
 
 def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:

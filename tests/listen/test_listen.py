@@ -47,8 +47,8 @@ def built(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp / "results" / "folder"
     copy = tmp / "p835" / "folder"
     shutil.copytree(folder, copy)
-    assert main(["listen", str(folder), "--clips-per-cell", "2"]) == 0
-    assert main(["listen", str(copy), "--method", "p835", "--clips-per-cell", "2"]) == 0
+    assert main(["listen", str(folder), "--plugin", EXAMPLE_PLUGIN, "--clips-per-cell", "2"]) == 0
+    assert main(["listen", str(copy), "--plugin", EXAMPLE_PLUGIN, "--method", "p835", "--clips-per-cell", "2"]) == 0
     return folder, copy
 
 
@@ -167,7 +167,7 @@ def wav_chunks(path: Path) -> list[bytes]:
 
 def test_a_missing_output_says_which_run_provides_it(run_folder, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("NSBENCH_CACHE", str(tmp_path / "empty-cache"))
-    assert main(["listen", str(run_folder), "--output", str(tmp_path / "t")]) == 2
+    assert main(["listen", str(run_folder), "--plugin", EXAMPLE_PLUGIN, "--output", str(tmp_path / "t")]) == 2
     error = capsys.readouterr().err
     assert "no kept output of" in error and "python benchmark.py --dataset folder" in error
 
