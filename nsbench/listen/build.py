@@ -4,9 +4,12 @@ The test folder (``--output``, default ``RESULTS_FOLDER/listening-test``) holds
 ``index.html``, ``listen.js``, ``listen.css``, ``trials.js`` (the trial list, a
 script: a page opened from file:// cannot fetch its own files) and
 ``audio/<opaque id>.wav``; nothing in it names an engine, a clip or a
-condition. The key that maps the opaque ids back, with every objective score
-of each stimulus, stays in the results folder (``listening-key.json``), where
-``nsbench listen --collect`` reads it.
+condition, nor tells a curious listener one: each trial lists its conditions
+in a random order under ids of its own, and the reference a MUSHRA trial plays
+as such is a file apart from its hidden copy (their bytes differ too: each
+file has its own dither). The key that maps the opaque ids back, with every
+objective score of each stimulus, stays in the results folder
+(``listening-key.json``), where ``nsbench listen --collect`` reads it.
 """
 from __future__ import annotations
 
@@ -30,7 +33,10 @@ from nsbench.plugins.errors import UserError
 PAGE = Path(__file__).parent / "page"
 KEY_FILE = "listening-key.json"
 TEST_FOLDER = "listening-test"
-FORMAT = 1
+# 2: each trial shows its conditions under ids of its own (the key's trials map them back),
+# and a MUSHRA trial's reference played as such is a file of its own.
+FORMAT = 2
+OPEN_REFERENCE = -1  # in place of a condition's index: the reference a MUSHRA trial plays as such
 
 
 @dataclass
@@ -146,24 +152,23 @@ def write_test(run: FinishedRun, folder: Path, method: str, clips: list[str], ce
     for clip in clips:
         rate = loaded[clip].sample_rate
         seconds = min(options.seconds, len(loaded[clip].noisy) / rate)
-        excerpts = {str(j): stimuli.cut(audio[clip, j], rate, seconds) for j in range(len(conditions))}
-        levelled = stimuli.equalise(excerpts, rate)
+        levelled = stimuli.equalise({j: stimuli.cut(audio[clip, j], rate, seconds) for j in range(len(conditions))}, rate)
         built.lowered[clip] = max((stimuli.TARGET_LUFS - l.loudness - l.gain_db for l in levelled.values()
                                    if np.isfinite(l.loudness)), default=0.0)
-        for j, level in levelled.items():
-            name = f"audio/{token()}.wav"
-            stimuli.write(folder / name, level.audio, rate)
-            files[clip, int(j)] = name
-            stimulus_key[name] = {"clip": clip_ids[clip], "condition": condition_ids[int(j)],
-                                  "loudness_lufs": level.loudness, "gain_db": level.gain_db}
+        if method == MUSHRA:  # the reference played as such: the hidden one's audio, in a file of its own
+            levelled[OPEN_REFERENCE] = levelled[0]
+        for j, name in write_stimuli(folder, levelled, rate).items():
+            files[clip, j] = name
+            stimulus_key[name] = {"clip": clip_ids[clip], "condition": condition_ids[j] if j != OPEN_REFERENCE else "reference",
+                                  "loudness_lufs": levelled[j].loudness, "gain_db": levelled[j].gain_db}
     split = design.split(method, len(clips), len(conditions), parts)
     trials_by_part, trial_key = [], {}
     for number, pairs in enumerate(split):
-        trials = page_trials(method, pairs, clips, clip_ids, condition_ids, files, trial_key)
+        trials = page_trials(method, number + 1, pairs, clips, clip_ids, condition_ids, files, trial_key)
         if method == P835:
             rate = loaded[clips[0]].sample_rate
             trials += screening.p835_trials(folder, rate, number, trial_key, stimulus_key)
-        secrets.SystemRandom().shuffle(trials)  # so the file's order tells nothing (the page reshuffles per listener)
+        shuffle(trials)  # so the file's order tells nothing (the page reshuffles per listener)
         trials_by_part.append(trials)
     test = {"format": FORMAT, "test": "t" + token(), "method": method, "scales": list(design.P835_SCALES),
             "parts": trials_by_part}
@@ -186,23 +191,45 @@ def write_test(run: FinishedRun, folder: Path, method: str, clips: list[str], ce
     return built
 
 
-def page_trials(method: str, pairs: list[tuple[int, int]], clips: list[str], clip_ids: dict[str, str],
+def write_stimuli(folder: Path, levelled: dict[int, stimuli.Levelled], rate: int) -> dict[int, str]:
+    """One clip's stimuli, each under a random name, written in a random order (the files' times tell nothing)."""
+    order = list(levelled)
+    shuffle(order)
+    names = {}
+    for j in order:
+        names[j] = f"audio/{token()}.wav"
+        stimuli.write(folder / names[j], levelled[j].audio, rate)
+    return names
+
+
+def page_trials(method: str, part: int, pairs: list[tuple[int, int]], clips: list[str], clip_ids: dict[str, str],
                 condition_ids: list[str], files: dict[tuple[str, int], str], trial_key: dict[str, Any]) -> list[dict[str, Any]]:
-    """The trials of one part, as the page sees them (opaque ids only)."""
+    """The trials of one part, as the page sees them: opaque ids only, each trial's conditions in a random
+    order under ids of its own (the key maps them back), so no id or position repeats what another trial shows."""
     trials = []
     if method == MUSHRA:
         for i in sorted({i for i, _ in pairs}):
-            trial = "t" + token()
-            trial_key[trial] = {"kind": "test"}
-            trials.append({"trial": trial, "clip": clip_ids[clips[i]], "reference": files[clips[i], 0],
-                           "conditions": [{"condition": condition_ids[j], "audio": files[clips[i], j]}
-                                          for j in range(len(condition_ids))]})
+            shown = list(range(len(condition_ids)))
+            shuffle(shown)
+            trial, own = new_trial(trial_key, part, clip_ids[clips[i]], [condition_ids[j] for j in shown])
+            trials.append({"trial": trial, "clip": clip_ids[clips[i]], "reference": files[clips[i], OPEN_REFERENCE],
+                           "conditions": [{"condition": mine, "audio": files[clips[i], j]} for mine, j in zip(own, shown)]})
         return trials
     for i, j in pairs:
-        trial = "t" + token()
-        trial_key[trial] = {"kind": "test"}
-        trials.append({"trial": trial, "clip": clip_ids[clips[i]], "condition": condition_ids[j], "audio": files[clips[i], j]})
+        trial, (mine,) = new_trial(trial_key, part, clip_ids[clips[i]], [condition_ids[j]])
+        trials.append({"trial": trial, "clip": clip_ids[clips[i]], "condition": mine, "audio": files[clips[i], j]})
     return trials
+
+
+def new_trial(trial_key: dict[str, Any], part: int, clip: str, conditions: list[str]) -> tuple[str, list[str]]:
+    """A test trial's id and its own ids for ``conditions`` (the key's ids), which its entry in the key maps back."""
+    trial, own = "t" + token(), ["k" + token() for _ in conditions]
+    trial_key[trial] = {"kind": "test", "part": part, "clip": clip, "conditions": dict(zip(own, conditions))}
+    return trial, own
+
+
+def shuffle(items: list[Any]) -> None:
+    secrets.SystemRandom().shuffle(items)
 
 
 def stimulus_scores(run: FinishedRun, clips: list[str], clip_ids: dict[str, str], conditions: list[Condition],

@@ -3,9 +3,11 @@ turned into scores per condition and per cell, and set against every
 objective metric of the run.
 
 Each bad input costs one line on stderr and only what is bad: a file from
-another test (its trial-list digest differs), a truncated or unreadable file,
-a listener already collected for that part (the first file is kept), a rating
-outside its scale (that rating alone is left out). Screening (BS.1534-3's
+another test (its trial-list digest differs), a truncated, unreadable or
+malformed file, a part the test does not have, a listener already collected
+for that part (the first file is kept); a rating outside its scale, or of a
+trial, clip or condition its part does not have (that rating alone is left
+out); ratings given again (each counted once, one line for the file). Screening (BS.1534-3's
 post-screening for MUSHRA; trapping and gold trials for P.835) excludes a
 listener with the reason, shown in the results; nothing is dropped silently.
 """
@@ -22,7 +24,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from nsbench.listen import report_section, stats
-from nsbench.listen.build import KEY_FILE
+from nsbench.listen.build import FORMAT, KEY_FILE
 from nsbench.listen.design import MUSHRA, P835_SCALES, REFERENCE
 from nsbench.listen.report_section import RESULTS_JSON, RESULTS_MD
 from nsbench.plugins.errors import UserError
@@ -73,6 +75,9 @@ def find_keys(key: Path | None, results: Path | None) -> dict[str, tuple[Path, d
             keys[payload["digest"]] = (path, payload)
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise UserError(f"{path}: not a readable listening key ({error})") from None
+        if payload.get("format") != FORMAT:
+            raise UserError(f"{path}: a listening key of format {shown(payload.get('format'))}, from another nsbench; "
+                            f"this one reads format {FORMAT}: build the test again (nsbench listen RESULTS)")
     if not keys:
         raise UserError("no listening-key.json found: name it with --key, or give the results folder")
     return keys
@@ -81,38 +86,79 @@ def find_keys(key: Path | None, results: Path | None) -> dict[str, tuple[Path, d
 def read_answers(path: Path, keys: dict[str, tuple[Path, dict[str, Any]]], problems: list[str]) -> tuple[str, Answers] | None:
     try:
         payload = json.loads(path.read_text())
-        digest, listener, part, ratings = payload["digest"], str(payload["listener"]), int(payload["part"]), payload["ratings"]
-        if not isinstance(ratings, list):
-            raise TypeError("ratings is not a list")
     except OSError as error:
         problems.append(f"{path}: cannot read it ({error.strerror or error}); skipped")
         return None
-    except (ValueError, KeyError, TypeError) as error:
+    except ValueError as error:
         problems.append(f"{path}: not a complete answers file (truncated, or not one: {error}); skipped")
         return None
-    if digest not in keys:
-        known = ", ".join(sorted(keys))
-        problems.append(f"{path}: answers to another test (trial list {digest}; the key{'s' if len(keys) > 1 else ''} here: {known}); skipped")
+    why = answers_problem(payload, keys)
+    if why:
+        problems.append(f"{path}: {why}; skipped")
         return None
-    return digest, Answers(path, listener, part, ratings)
+    return payload["digest"], Answers(path, payload["listener"], payload["part"], payload["ratings"])
+
+
+def answers_problem(payload: Any, keys: dict[str, tuple[Path, dict[str, Any]]]) -> str:
+    """Why ``payload`` is not a listener's answers to a part of one of ``keys``' tests, or ""."""
+    if not isinstance(payload, dict) or not {"digest", "listener", "part", "ratings"} <= payload.keys():
+        return "not a complete answers file (truncated, or not one: it needs digest, listener, part and ratings)"
+    digest, listener, part = payload["digest"], payload["listener"], payload["part"]
+    if not isinstance(digest, str) or digest not in keys:
+        known = ", ".join(sorted(keys))
+        return f"answers to another test (trial list {shown(digest)}; the key{'s' if len(keys) > 1 else ''} here: {known})"
+    if not isinstance(listener, str) or not listener.strip():
+        return f"listener {shown(listener)} is not a name"
+    parts = keys[digest][1]["parts"]
+    if isinstance(part, bool) or not isinstance(part, int) or not 1 <= part <= parts:
+        return f"part {shown(part)} is not one of the test's parts (1 to {parts})"
+    return "" if isinstance(payload["ratings"], list) else "its ratings are not a list"
+
+
+def shown(value: Any) -> str:
+    """A value read from a file, as a line shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def valid_ratings(answers: Answers, key: dict[str, Any], problems: list[str]) -> None:
-    """Leaves out (with a line each) ratings outside their scale or of trials the test does not have."""
-    mushra = key["method"] == MUSHRA
-    kept = []
+    """Keeps each rating of a trial of the listener's part, of that trial's clip and one of its conditions,
+    within its scale, once; each other rating costs a line (repeats, one for the file) and is not counted.
+    A kept rating names the key's condition (the page knows only the trial's own ids)."""
+    kept, rated, repeats = [], set(), []
     for number, rating in enumerate(answers.ratings, 1):
-        where = f"{answers.path}: rating {number} (trial {rating.get('trial') if isinstance(rating, dict) else '?'})"
-        if not isinstance(rating, dict) or rating.get("trial") not in key["trials"]:
-            problems.append(f"{where}: not a trial of this test; left out")
-            continue
-        scales = ["score"] if mushra else list(P835_SCALES)
-        bad = [f"{scale} {rating.get(scale)!r}" for scale in scales if not in_scale(rating.get(scale), mushra)]
-        if bad:
-            problems.append(f"{where}: {', '.join(bad)} outside the scale ({'0-100' if mushra else '1-5'}); left out")
-            continue
-        kept.append(rating)
+        why = rating_problem(rating, answers.part, key)
+        if why:
+            trial = shown(rating.get("trial")) if isinstance(rating, dict) else "?"
+            problems.append(f"{answers.path}: rating {number} (trial {trial}): {why}; left out")
+        elif (rating["trial"], rating["condition"]) in rated:
+            repeats.append(number)
+        else:
+            rated.add((rating["trial"], rating["condition"]))
+            kept.append({**rating, "condition": key["trials"][rating["trial"]]["conditions"][rating["condition"]]})
+    if repeats:
+        problems.append(f"{answers.path}: {len(repeats)} rating(s) repeat a trial's condition already rated "
+                        f"(ratings {repeats[0]}-{repeats[-1]}); each counted once, the first given")
     answers.ratings = kept
+
+
+def rating_problem(rating: Any, part: int, key: dict[str, Any]) -> str:
+    """Why this rating is not one to count, or ""."""
+    trial = rating.get("trial") if isinstance(rating, dict) else None
+    entry = key["trials"].get(trial) if isinstance(trial, str) else None
+    if entry is None:
+        return "not a trial of this test"
+    if entry["part"] != part:
+        return f"a trial of part {entry['part']}, not of part {part}"
+    if rating.get("clip") != entry["clip"]:
+        return f"clip {shown(rating.get('clip'))} is not this trial's"
+    condition = rating.get("condition")
+    if not isinstance(condition, str) or condition not in entry["conditions"]:
+        return f"condition {shown(condition)} is not one of this trial's"
+    mushra = key["method"] == MUSHRA
+    bad = [f"{scale} {rating.get(scale)!r}" for scale in (["score"] if mushra else P835_SCALES)
+           if not in_scale(rating.get(scale), mushra)]
+    return f"{', '.join(bad)} outside the scale ({'0-100' if mushra else '1-5'})" if bad else ""
 
 
 def in_scale(value: Any, mushra: bool) -> bool:

@@ -57,7 +57,8 @@ def p835_trials(folder: Path, rate: int, part: int, trial_key: dict[str, Any],
         stimuli.write(folder / name, level.audio, rate)
         clip, condition = "c" + stimuli.token(), "k" + stimuli.token()
         stimulus_key[name] = {"clip": clip, "condition": condition, "loudness_lufs": level.loudness, "gain_db": level.gain_db}
-        trial_key[trial] = {"kind": "trap" if kind == "trap" else "gold", "expected": expected,
+        trial_key[trial] = {"kind": "trap" if kind == "trap" else "gold", "expected": expected, "part": part + 1,
+                            "clip": clip, "conditions": {condition: condition},
                             "tolerance": 0 if kind == "trap" else GOLD_TOLERANCE}
         trials.append({"trial": trial, "clip": clip, "condition": condition, "audio": name})
     return trials

@@ -14,7 +14,7 @@ import secrets
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Hashable, Mapping, TypeVar
 
 import numpy as np
 import soundfile
@@ -28,6 +28,8 @@ ANCHOR_HZ = 3500.0  # BS.1534-3's mandatory low anchor; its 7 kHz mid anchor is 
 ANCHOR_ORDER = 8  # Butterworth, run forward and back (zero phase: the anchor stays aligned with the reference)
 FADE_SECONDS = 0.01  # raised-cosine edges, so an excerpt cut mid-word does not click
 MIN_SECONDS = 0.4  # one BS.1770 gating block
+LSB = 1 / 32768  # of the 16-bit PCM files written
+Name = TypeVar("Name", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,8 @@ def integrated_loudness(audio: np.ndarray, rate: int) -> float:
         return float(pyloudnorm.Meter(rate).integrated_loudness(np.asarray(audio, dtype=np.float64)))
 
 
-def equalise(stimuli: Mapping[str, np.ndarray], rate: int, target: float = TARGET_LUFS,
-             peak_dbfs: float = PEAK_DBFS) -> dict[str, Levelled]:
+def equalise(stimuli: Mapping[Name, np.ndarray], rate: int, target: float = TARGET_LUFS,
+             peak_dbfs: float = PEAK_DBFS) -> dict[Name, Levelled]:
     """Each stimulus at ``target`` LUFS, then all lowered by one gain if any would peak above ``peak_dbfs``.
     A silent stimulus (no block above the gate) keeps its level: no gain can make it loud."""
     loudness = {name: integrated_loudness(audio, rate) for name, audio in stimuli.items()}
@@ -86,9 +88,13 @@ def equalise(stimuli: Mapping[str, np.ndarray], rate: int, target: float = TARGE
 
 
 def write(path: Path, audio: np.ndarray, rate: int) -> None:
-    """16-bit PCM WAV with no metadata chunk (nothing in it names the condition)."""
+    """16-bit PCM WAV with no metadata chunk (nothing in it names the condition),
+    quantised with TPDF dither of one LSB (about -98 dBFS RMS): inaudible, and no
+    two files alike byte for byte, not even the reference and its hidden copy."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    soundfile.write(str(path), np.clip(audio, -1.0, 1.0), rate, subtype="PCM_16", format="WAV")
+    noise = np.random.default_rng()  # fresh entropy: a seed would make two copies alike again
+    dither = (noise.random(len(audio)) - noise.random(len(audio))) * LSB
+    soundfile.write(str(path), np.clip(audio + dither, -1.0, 1.0), rate, subtype="PCM_16", format="WAV")
 
 
 def token() -> str:

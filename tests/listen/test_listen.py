@@ -71,6 +71,11 @@ def key_of(folder: Path) -> dict:
     return json.loads((folder / "listening-key.json").read_text())
 
 
+def condition_name(key: dict, trial: str, condition: str) -> str:
+    """The name of the condition a trial shows under its own id ``condition``."""
+    return key["conditions"][key["trials"][trial]["conditions"][condition]]["name"]
+
+
 # ------------------------------------------------------------------ statistics
 
 
@@ -145,7 +150,7 @@ def test_the_folder_is_blind_and_self_contained(mushra, run_folder):
         if path.suffix in (".html", ".js", ".css"):
             assert not re.search(r"https?://", text), path  # no network
     wavs = [p for p in files if p.suffix == ".wav"]
-    assert len(wavs) == 2 * 5  # two clips x (reference, anchor, input, two engines)
+    assert len(wavs) == 2 * 6  # two clips x (reference, hidden reference, anchor, input, two engines)
     for wav in wavs:
         audio, rate = soundfile.read(str(wav))
         assert len(audio) <= rate  # at most 1 s, as the clips
@@ -188,7 +193,7 @@ def answers_for(folder: Path, listener: str, score) -> dict:
     ratings = []
     for trial in test["parts"][0]:
         for condition in trial["conditions"]:
-            kind = key["conditions"][condition["condition"]]["name"]
+            kind = condition_name(key, trial["trial"], condition["condition"])
             ratings.append({"trial": trial["trial"], "clip": trial["clip"], "condition": condition["condition"],
                             "score": score(kind, clips.index(trial["clip"])), "plays": 1, "seconds": 3.0})
     return {"format": 1, "test": test["test"], "digest": test["digest"], "method": "mushra", "listener": listener,
@@ -302,7 +307,8 @@ def rate_mushra(browser, folder: Path, key: dict, listener: str, score) -> dict:
         for button in browser.find_elements("css selector", "#screen button[data-condition]"):
             play_to_end(browser, button)
         for slider in browser.find_elements("css selector", "#screen input[type=range]"):
-            kind = key["conditions"][slider.get_attribute("data-condition")]["name"]
+            trial = browser.execute_script("return window.nsbenchCurrentTrial().trial")
+            kind = condition_name(key, trial, slider.get_attribute("data-condition"))
             clip_id = current_clip(browser)
             set_slider(browser, slider, score(kind, clips.index(clip_id), listener))
         browser.find_element("id", "next").click()
@@ -364,7 +370,7 @@ def rate_p835(browser, folder: Path, key: dict, listener: str, index: int, fail:
         play_to_end(browser, browser.find_element("id", "play"))
         meaning = key["trials"][trial["trial"]]
         if meaning["kind"] == "test":
-            sig, bak, ovrl = P835_BASE[key["conditions"][trial["condition"]]["name"]]
+            sig, bak, ovrl = P835_BASE[condition_name(key, trial["trial"], trial["condition"])]
             ovrl -= (clips.index(trial["clip"]) + index) % 2
             answer = {"sig": sig, "bak": bak, "ovrl": ovrl}
         else:
