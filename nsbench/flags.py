@@ -27,8 +27,15 @@ def parse_flags(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     return manager, build_parser(manager).parse_args(argv)
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """A bad flag is one line and a hint, not the whole usage before it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (--help lists the flags)\n")
+
+
 def build_parser(manager) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         # "nsbench" when installed, "benchmark.py" from the checkout: the name the user typed.
         prog=Path(sys.argv[0]).name if sys.argv[0].endswith("benchmark.py") else "nsbench",
         description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER.",
