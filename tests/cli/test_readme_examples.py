@@ -61,6 +61,12 @@ def runnable_here(line: str) -> bool:
 
 
 @pytest.fixture(scope="module")
+def user_cache(tmp_path_factory) -> Path:
+    """One cache for every line, as a user's: the demo is mixed once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
 def user_folder(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("checkout")
     for name in CHECKOUT:
@@ -79,7 +85,8 @@ def run_as_printed(line: str, folder: Path, cache: Path) -> subprocess.Completed
     return subprocess.run(["bash", "-c", code], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_the_quick_start_installs_what_the_demo_needs_and_its_run_works(user_folder, tmp_path):
+@pytest.mark.slow
+def test_the_quick_start_installs_what_the_demo_needs_and_its_run_works(user_folder, user_cache):
     """The quick start's last step, on one clip per cell of the demo, with every engine."""
     (block,) = [b for b in code_blocks(section(readme(), "## Quick start")) if "benchmark.py" in b and "pytest" not in b]
     steps = [step.strip() for step in block.strip().split("&&")]
@@ -88,18 +95,18 @@ def test_the_quick_start_installs_what_the_demo_needs_and_its_run_works(user_fol
     for requirements in ("requirements.txt", "requirements-nodeps.txt"):
         assert f"-r {requirements}" in installed and (REPO_ROOT / requirements).is_file()
     assert steps[-1] == ".venv/bin/python benchmark.py"
-    done = run_as_printed("python benchmark.py --limit 26 --quiet", user_folder, tmp_path / "cache")
+    done = run_as_printed("python benchmark.py --limit 26 --quiet", user_folder, user_cache)
     assert done.returncode == 0, done.stderr
     assert (user_folder / "results" / "demo" / "report.md").is_file()
 
 
 @pytest.mark.slow
-def test_every_main_use_line_runs_as_printed(user_folder, tmp_path):
+def test_every_main_use_line_runs_as_printed(user_folder, user_cache):
     lines = [line for line in main_uses() if runnable_here(line)]
     assert len(lines) >= 8, lines  # the section was not lost
     for line in lines:
         started = time.monotonic()
-        done = run_as_printed(line, user_folder, tmp_path / "cache")
+        done = run_as_printed(line, user_folder, user_cache)
         print(f"{time.monotonic() - started:6.1f} s  {line}")
         assert done.returncode == 0, f"{line}\n{done.stderr[-2000:]}"
         assert "Traceback" not in done.stderr, line
