@@ -4,19 +4,26 @@
 -> audio`` (float32 mono in and out), or a class whose instances have
 ``process(audio)`` and ``close()`` (and optionally ``sample_rate`` and ``delay``).
 
+``--engine python:path/to/file.py:attribute`` loads the file itself.
+
 ``--engine 'command:tool --in {input} --out {output}'``: a program run once per
 clip, without a shell: the template is split like a shell would split it, then
 ``{input}`` and ``{output}`` are replaced inside each argument, so a path with
-spaces, quotes or ``;`` stays one argument. It reads and writes audio files in
+spaces, quotes or ``;`` stays one argument. It runs in the folder the user ran
+nsbench from, so relative paths mean what they mean in the user's shell, and a
+bare program name is looked up in the folder of nsbench's own interpreter first
+(``python3`` in a template is the virtual environment's, activated or not). It reads and writes audio files in
 the format ``--command-format`` at ``--command-rate``. ``--command-delay``
 declares the samples its output lags (the spec's delay, removed by the
 harness); ``--command-name`` names it in the reports.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import os
 import shlex
 import shutil
 import sys
@@ -46,25 +53,71 @@ class FunctionEngine(Engine):
 
 
 def import_attribute(target: str) -> Any:
-    module_name, _, attribute = target.partition(":")
+    module_name, _, attribute = target.rpartition(":")
     if not module_name or not attribute:
-        raise UserError(f"--engine python:{target}: expected python:package.module:function")
-    # The working directory first, as `python -m` would, so a user's model file is found.
-    if "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise UserError(f"--engine python:{target}: cannot import {module_name} ({error})") from error
+        raise UserError(f"--engine python:{target}: expected python:package.module:function or python:path/to/file.py:function")
+    module = import_file(target, module_name) if is_file_target(module_name) else import_module(target, module_name)
     try:
         return getattr(module, attribute)
     except AttributeError as error:
         raise UserError(f"--engine python:{target}: {module_name} has no attribute {attribute}") from error
 
 
+def is_file_target(module_name: str) -> bool:
+    """``./mygate.py`` or ``models/gate.py`` names a file; ``pkg.mod`` a module."""
+    return module_name.endswith(".py") or "/" in module_name or os.sep in module_name
+
+
+def import_module(target: str, module_name: str) -> Any:
+    # The working directory first, as `python -m` would, so a user's model file is found.
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as error:
+        raise UserError(
+            f"--engine python:{target}: cannot import {module_name} ({error}); modules are looked up in the "
+            f"current folder ({Path.cwd()}) and on PYTHONPATH, or name the file: python:path/to/file.py:function"
+        ) from error
+
+
+def import_file(target: str, module_name: str) -> Any:
+    """The module a file path names, loaded once per process under a name of its own."""
+    path = Path(module_name).resolve()
+    if not path.is_file():
+        raise UserError(f"--engine python:{target}: no such file {path}")
+    name = f"nsbench_user_model_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # before running it, as import does, so pickling finds its functions
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]
+        raise UserError(f"--engine python:{target}: {path.name} raised {type(error).__name__}: {error}") from error
+    return module
+
+
+def check_python(options: Mapping[str, Any]) -> None:
+    """Before the first clip, in the parent: the model imports and names a
+    function or a class, so a typo stops the run before the baseline runs.
+    A class is not instantiated here: its model may be large, and each
+    worker builds its own."""
+    model_object(options["engine_argument"])
+
+
+def model_object(target: str) -> Any:
+    obj = import_attribute(target)
+    if not (inspect.isclass(obj) or callable(obj)):
+        raise UserError(f"--engine python:{target}: {type(obj).__name__} is neither a function nor a class")
+    return obj
+
+
 def build_python(options: Mapping[str, Any]) -> Any:
     target = options["engine_argument"]
-    obj = import_attribute(target)
+    obj = model_object(target)
     rate = options.get("python_rate") or DEFAULT_RATE
     if inspect.isclass(obj):
         engine = obj()
@@ -75,15 +128,17 @@ def build_python(options: Mapping[str, Any]) -> Any:
         if not callable(getattr(engine, "close", None)):
             engine.close = lambda: None
         return engine
-    if callable(obj):
-        return FunctionEngine(obj, rate, 0)
-    raise UserError(f"--engine python:{target}: {type(obj).__name__} is neither a function nor a class")
+    return FunctionEngine(obj, rate, 0)
 
 
 def python_fingerprint(options: Mapping[str, Any]) -> str:
     """The model's module file: an edited model gets new cache keys."""
+    module_name = options["engine_argument"].rpartition(":")[0]
+    if is_file_target(module_name):
+        path = Path(module_name)
+        return files_digest([path]) if path.is_file() else ""
     try:
-        origin = module_file(options["engine_argument"].partition(":")[0])
+        origin = module_file(module_name)
     except (ImportError, ValueError):
         return ""  # building the engine will say what is wrong
     return files_digest([origin]) if origin else ""
@@ -105,26 +160,40 @@ def command_fingerprint(options: Mapping[str, Any]) -> str:
     """Every file the command line names (the program, a script, a model):
     a rebuilt program gets new cache keys."""
     argv = shlex.split(options["engine_argument"])
-    return files_digest([shutil.which(argv[0]) or argv[0], *argv[1:]]) if argv else ""
+    return files_digest([program_path(argv[0]), *argv[1:]]) if argv else ""
+
+
+def program_path(program: str) -> str:
+    """A bare name (``python3``) as found first beside nsbench's own interpreter,
+    then on PATH: run as ``.venv/bin/python benchmark.py``, a template's
+    ``python3`` is the virtual environment's even when it is not activated."""
+    if os.sep in program:
+        return program
+    interpreter_folder = str(Path(sys.executable).parent)
+    return shutil.which(program, path=os.pathsep.join([interpreter_folder, os.environ.get("PATH", "")])) or program
 
 
 class CommandEngine(Engine):
-    """Runs a program per clip on audio files in a private temporary folder."""
+    """Runs a program per clip on audio files in a private temporary folder,
+    from the folder the user ran nsbench in."""
 
     def __init__(self, template: str, sample_rate: int, file_format: str, timeout: float):
         self.argv = shlex.split(template)
         if not any("{input}" in arg for arg in self.argv) or not any("{output}" in arg for arg in self.argv):
             raise UserError(f"--engine command:{template}: the command needs {{input}} and {{output}}")
+        self.argv[0] = program_path(self.argv[0])
         self.sample_rate = sample_rate  # the delay is the spec's (--command-delay, declared_by)
         self.subtype, self.timeout = COMMAND_FORMATS[file_format], timeout
         self.folder = PrivateFolder("nsbench-command-")
+        # Where the user stands: relative paths in the template mean what they mean in the user's shell.
+        self.cwd = Path.cwd()
 
     def process(self, audio: np.ndarray) -> np.ndarray:
         source, target = self.folder.path / "input.wav", self.folder.path / "output.wav"
         target.unlink(missing_ok=True)  # a stale output must never pass for this clip's
         soundfile.write(str(source), audio, self.sample_rate, subtype=self.subtype)
         argv = [arg.replace("{input}", str(source)).replace("{output}", str(target)) for arg in self.argv]
-        run_program(argv, self.timeout, cwd=self.folder.path)
+        run_program(argv, self.timeout, cwd=self.cwd)
         if not target.is_file():
             raise ClipError(f"{Path(argv[0]).name} exited without writing {{output}}")
         return self.read_output(target, Path(argv[0]).name)
@@ -187,7 +256,7 @@ def add_arguments(parser):
 def register_engines(register):
     # The rate comes from --python-rate / --command-rate (or the user's class), so the built engine has it.
     common = {"sample_rate": MEASURED, "default": False, "takes_argument": True}
-    register(EngineSpec(name="python", factory=build_python, delay=MEASURED, fingerprint=python_fingerprint,
+    register(EngineSpec(name="python", factory=build_python, delay=MEASURED, fingerprint=python_fingerprint, check=check_python,
                         description="your Python function or class: --engine python:package.module:name", **common))
     register(EngineSpec(name="command", factory=build_command, delay=0, fingerprint=command_fingerprint, declared_by=command_declared,
                         description="your program, per clip: --engine 'command:tool --in {input} --out {output}'", **common))

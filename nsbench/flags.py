@@ -38,6 +38,13 @@ def parse_flags(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     return manager, build_parser(manager).parse_args(argv)
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """A bad flag is one line and a hint, not the whole usage before it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (--help lists the flags)\n")
+
+
 def parse_recorded(argv: list[str], manager) -> argparse.Namespace:
     """A run's recorded command line parsed with ``manager``'s flags (the
     plugins the user names now): its own ``--plugin`` values stay text, never
@@ -52,8 +59,8 @@ def named_plugins(argv: list[str], parser_class: type[argparse.ArgumentParser] =
     return early.parse_known_args(argv)[0].plugin
 
 
-def build_parser(manager, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser = parser_class(
+def build_parser(manager, parser_class: type[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
+    parser = (parser_class or OneLineErrors)(
         # "nsbench" when installed, "benchmark.py" from the checkout: the name the user typed.
         prog=Path(sys.argv[0]).name if sys.argv[0].endswith("benchmark.py") else "nsbench",
         description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER.",

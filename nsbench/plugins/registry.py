@@ -57,6 +57,14 @@ def module_installed(name: str) -> bool:
         return False
 
 
+def closest_name(name: str, names: list[str]) -> str | None:
+    """The registered name ``name`` was meant to be: one differing only in
+    case (``RNNoise``) first, then the closest spelling."""
+    same_but_case = [known for known in names if known.lower() == name.lower()]
+    guess = same_but_case or difflib.get_close_matches(name.lower(), names, n=1)
+    return guess[0] if guess else None
+
+
 @dataclass
 class Kind(Generic[SpecT]):
     """All registered records of one kind (engine, dataset or metric)."""
@@ -80,8 +88,7 @@ class Kind(Generic[SpecT]):
         if family is not None:
             return family
         names = sorted(self.entries)
-        guess = difflib.get_close_matches(name, names, n=1)
-        hint = f" Did you mean: {guess[0]}?" if guess else ""
+        hint = f" Did you mean: {guess}?" if (guess := closest_name(name, names)) else ""
         raise UserError(f"Unknown {self.noun} '{name}'.{hint} Available: {', '.join(names)}")
 
     def family_member(self, name: str) -> Registered[SpecT] | None:
@@ -91,7 +98,7 @@ class Kind(Generic[SpecT]):
         if not argument or record is None or not getattr(record.spec, "takes_argument", False):
             return None
         bound = {"factory": functools.partial(build_with_argument, record.spec.factory, argument)}
-        for reader in ("fingerprint", "declared_by"):  # they read the argument too
+        for reader in ("fingerprint", "declared_by", "check"):  # they read the argument too
             if getattr(record.spec, reader, None) is not None:
                 bound[reader] = functools.partial(build_with_argument, getattr(record.spec, reader), argument)
         spec = dataclasses.replace(record.spec, name=name, takes_argument=False, **bound)

@@ -103,6 +103,7 @@ manual describes the API in docs/plugins.md).
 ```sh
 pip install ./nsbench-{name}          # nsbench finds it through its entry point
 nsbench --list engines                # {name} is listed
+pip install pytest                    # the tests need it; nsbench's quick start does not install it
 python -m pytest nsbench-{name}/tests # nsbench's conformance kit on it
 nsbench --engine {name} --limit 4     # a first result, in results/demo/
 ```
@@ -116,14 +117,19 @@ others.
 '''
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nsbench new-plugin", description="Write an engine plugin package skeleton.")
+    p.add_argument("name", help="the engine's name: lower case, digits and hyphens (my-engine)")
+    p.add_argument("--folder", default=".", help="where to write nsbench-NAME/ (default: here)")
+    return p
+
+
 def new_plugin(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="nsbench new-plugin", description="Write an engine plugin package skeleton.")
-    parser.add_argument("name", help="the engine's name: lower case, digits and hyphens (my-engine)")
-    parser.add_argument("--folder", default=".", help="where to write nsbench-NAME/ (default: here)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     target = write_skeleton(args.name, Path(args.folder))
     shown = target if target.is_absolute() else f"./{target}"
-    print(f"wrote {shown}/: pip install {shown}, then nsbench --engine {args.name}")
+    print(f"wrote {shown}/: pip install {shown}, then nsbench --engine {args.name}; "
+          f"its tests need pytest (pip install pytest), see {shown}/README.md")
     return 0
 
 

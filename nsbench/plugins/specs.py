@@ -57,6 +57,10 @@ class EngineSpec:
     # and display name): spec fields to replace, from the options; applied
     # once, when the run selects the engine (nsbench.cli.declared_by_flags).
     declared_by: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    # What must hold before the first clip of the run, checked once in the
+    # parent from the options (a user's model imports): raises UserError, so
+    # a typo stops the run before any engine runs instead of failing every clip.
+    check: Callable[[Mapping[str, Any]], None] | None = None
     # A reference engine every other is compared with, clip by clip (passthrough,
     # rnnoise), as ``oracle`` marks upper bounds.
     baseline: bool = False

@@ -30,12 +30,27 @@ def run_identity(dataset: str, description: Mapping[str, Any], clip_ids: Sequenc
     ``metrics``: each metric's identity (name, version, code, options)."""
     return {
         "dataset": dataset,
-        "dataset_options": digest(json.dumps(description, sort_keys=True, default=str)),
+        "dataset_options": digest(json.dumps(without_locations(description), sort_keys=True, default=str)),
         "clips": {"count": len(clip_ids), "digest": digest(*clip_ids)},
         "metrics": dict(sorted(metrics.items())),
         "conditions": list(conditions),
         "blocks": {"size": block_size, "ms": block_ms},
     }
+
+
+def without_locations(description: Any) -> Any:
+    """A description that holds its data's content digest, without where the
+    data lies: the demo mixed in another cache folder ($NSBENCH_CACHE) is the
+    same demo, and its numbers compare."""
+    if not isinstance(description, Mapping) or "content_sha256" not in description:
+        return description
+    return {key: value for key, value in description.items() if not is_location(value)}
+
+
+def is_location(value: Any) -> bool:
+    """An absolute path: where a dataset's files lie (the demo's mix in the
+    cache, its bundle in the install), not what they hold."""
+    return isinstance(value, str) and Path(value).is_absolute()
 
 
 def mismatch(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> str:
@@ -129,7 +144,10 @@ def coverage_line(coverage: Coverage) -> str:
     if coverage.earlier:
         names = ", ".join(r["engine"] for r in coverage.earlier)
         parts.append(f"the report also holds {names}, from {'earlier runs' if len(coverage.earlier) > 1 else 'an earlier run'}")
-    parts += [f"not in the report: {name}, {why}" for name, why in coverage.left_out.items()]
+    by_reason: dict[str, list[str]] = {}
+    for name, why in coverage.left_out.items():
+        by_reason.setdefault(why, []).append(name)
+    parts += [f"not in the report: {', '.join(names)} ({why})" for why, names in by_reason.items()]
     return "; ".join(parts)
 
 

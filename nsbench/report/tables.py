@@ -162,10 +162,12 @@ def baseline_rows(results: Sequence[Mapping[str, Any]]) -> Table:
 
 def hodges_lehmann_text(comparison: Mapping[str, Any], decimals: int) -> str:
     """'-0.033 [-0.041, -0.025]': the estimate the verdict follows, with the
-    signed-rank test's interval (unbounded below 6 clips), and how the
+    signed-rank test's interval (none below 6 clips, said in words), and how the
     interval was found (exact or normal approximation) where it is known."""
     estimate = comparison.get("hodges_lehmann", math.nan)
     bounds = comparison.get("hl_ci95") or [math.nan, math.nan]
+    if all(b is not None and math.isinf(b) for b in bounds):  # the signed-rank test rejects nothing below 6 clips
+        return f"{fmt(estimate, decimals)} [too few clips for an interval]"
     ends = ["–" if b is None or math.isnan(b) else "-inf" if b == -math.inf else "+inf" if b == math.inf else f"{b:.{decimals}f}"
             for b in bounds]
     method = {"exact": " exact", "normal approximation": " normal"}.get(comparison.get("ci_method", ""), "")

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, streaming_summary
+from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, run_folders, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 
 from nsbench.run import checks, no_reference, streaming
@@ -110,14 +110,16 @@ class SourceLookup:
 
 class ResultsWriter:
     def __init__(self, config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
-                 baselines: Sequence[str] = (), conditions: Sequence[str] = ()):
+                 baselines: Sequence[str] = (), conditions: Sequence[str] = (), identity: Mapping[str, Any] | None = None):
         if (config.plots or config.html) and not can_draw():  # a core install, without [report]
             print(NO_MATPLOTLIB, file=sys.stderr)
             config = dataclasses.replace(config, plots=False, html=False)
         self.config, self.dataset, self.metrics, self.baselines = config, dataset, metrics, baselines
         self.conditions = conditions  # --condition's, "none" first; empty without
         self.headline = layout.headline(dataset.headline_metric)
-        self.folder = config.results_folder / dataset.name
+        # This run's identity (nsbench.report.coverage) names its folder (nsbench.report.run_folders).
+        self.identity: dict[str, Any] = dict(identity or {})
+        self.folder = run_folders.run_folder(config.results_folder, dataset.name, self.identity)
         self.sources = SourceLookup(sources)  # the grid needs a few clips' sources, found when asked
         self.pools = Pools()  # every engine's table interns clip ids and labels here, once
         self.tolerances = compare.parse_tolerances(list(config.compare_tolerance))
@@ -125,9 +127,15 @@ class ResultsWriter:
         self.stored = compare.load_stored(config.compare, dataset.name) if config.compare else None
         self.records: dict[str, RecordTable] = {}  # each engine's, as columns
         self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.report.agreement), once finished
-        self.identity: dict[str, Any] = {}  # this run's (nsbench.report.coverage); set by the run before it ends
         self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
         self.spill = OutputSpill() if config.html and not config.output_folder else None
+
+    def start(self) -> None:
+        """This run's folder made, and ``results/<dataset>`` pointing at it."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        note = run_folders.point_latest(self.config.results_folder, self.dataset.name, self.folder)
+        if note:
+            print(f"nsbench: {note}", file=sys.stderr)
 
     # --------------------------------------------------------------- as the run goes
 

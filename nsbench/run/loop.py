@@ -33,8 +33,9 @@ from nsbench.plugins.specs import EngineSpec
 def benchmark(config: RunConfig, registry: Registry) -> int:
     """The run's top: plan it, then run every engine where the clips run; the exit code."""
     plan = plan_run(config, registry)
-    writer = ResultsWriter(config, plan.dataset, plan.sources, plan.reported, plan.baselines, conditions=plan.conditions)
-    writer.identity = plan.shared["run_identity"]
+    writer = ResultsWriter(config, plan.dataset, plan.sources, plan.reported, plan.baselines, conditions=plan.conditions,
+                           identity=plan.shared["run_identity"])
+    writer.start()
     with executor_for(config.executor, config.jobs, config.scheduler, list(plan.engines)) as executor:
         return run_engines(Run(plan, writer, executor))
 

@@ -85,6 +85,7 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
     engines = [declared_by_flags(spec, config, registry) for spec in engines or select_engines([], registry, sources)]
+    check_engines(engines, config, registry)
     metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources),
                                            lambda metric: config.plugin_flags(registry.metrics.get(metric.name).plugin),
                                            metric_context(registry, config.use_cache, config.rerun))
@@ -130,8 +131,8 @@ def check_arguments(config: RunConfig, dataset: DatasetSpec) -> None:
         raise UserError(f"data folder not found: {config.data_folder}")
     if config.jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {config.jobs}")
-    if config.limit is not None and config.limit < 0:
-        raise UserError(f"--limit must be at least 0, got {config.limit}")
+    if config.limit is not None and config.limit < 1:
+        raise UserError(f"--limit must be at least 1 (the number of clips to run), got {config.limit}")
     if not config.use_cache and config.rerun:
         raise UserError("--rerun replaces what the cache holds, --no-cache leaves it alone: choose one")
     if config.scheduler and config.executor != "dask":
@@ -180,6 +181,13 @@ def declared_by_flags(spec: EngineSpec, config: RunConfig, registry: Registry) -
             raise UserError(f"engine name '{declared.name}' for {spec.name} is taken already: give each engine its own name")
         registry.engines.add(dataclasses.replace(record, spec=declared))
     return declared
+
+
+def check_engines(engines: Sequence[EngineSpec], config: RunConfig, registry: Registry) -> None:
+    """Each engine's own check before the first clip (``EngineSpec.check``)."""
+    for spec in engines:
+        if spec.check is not None:
+            spec.check(config.engine_options(registry.engines.get(spec.name).plugin))
 
 
 def baseline_names(registry: Registry) -> list[str]:

@@ -54,6 +54,19 @@ def write_audio(path: str | Path, samples: np.ndarray, rate: int, **options: Any
     write_with(path, lambda temporary: soundfile.write(temporary, samples, rate, **options))
 
 
+def symlink(path: str | Path, target: str) -> None:
+    """``path`` made a symbolic link to ``target``, replacing a link there at
+    once: a reader follows the old link or the new one."""
+    path = Path(path)
+    staged = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMPORARY_SUFFIX}")
+    os.symlink(target, staged)
+    try:
+        os.replace(staged, path)
+    except OSError:
+        staged.unlink(missing_ok=True)
+        raise
+
+
 def write_with(path: str | Path, write: Callable[[Path], Any], suffix: str = TEMPORARY_SUFFIX) -> None:
     """``write(temporary)`` makes the file; it is then renamed to ``path``.
     ``suffix`` ends the temporary name, for a writer that reads the format
