@@ -53,11 +53,13 @@ from nsbench.adapters import (
     PrivateFolder,
     cache_root,
     check_executable,
+    end_group,
     estimate_lag,
     files_digest,
     from_int16,
     json_text,
     run_program,
+    start_program,
     to_int16,
     write_json_atomically,
 )
@@ -231,8 +233,7 @@ class ServedProgram:
     def start(self) -> None:
         with open(self.stderr_path, "wb") as stderr:
             try:
-                self.process = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.PIPE,
-                                                stdout=subprocess.PIPE, stderr=stderr)
+                self.process = start_program(self.argv, self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
             except OSError as error:
                 raise ProgramFailed(f"could not start: {error}") from error
 
@@ -275,10 +276,8 @@ class ServedProgram:
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.kill()
         if process is not None:
-            process.wait()
+            end_group(process)
             for stream in (process.stdin, process.stdout):
                 with contextlib.suppress(OSError):
                     stream.close()

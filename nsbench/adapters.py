@@ -39,6 +39,8 @@ EXPORTS: dict[str, tuple[str, str, str]] = {
     "from_int16": ("nsbench.audio.frames", "from_int16", "int16 samples to float32 audio in [-1, 1)"),
     # Running a program (engines).
     "run_program": ("nsbench.external", "run_program", "run a program with a timeout; a failure is a ClipError with the tail of its stderr"),
+    "start_program": ("nsbench.external", "start_program", "start a program that serves many clips, in a process group of its own (end it with end_group)"),
+    "end_group": ("nsbench.external", "end_group", "end a started program and all it started: SIGTERM, then SIGKILL after a short grace"),
     "check_executable": ("nsbench.external", "check_executable", "the path of an executable named by a flag, or a UserError saying what is wrong"),
     "PrivateFolder": ("nsbench.external", "PrivateFolder", "a private temporary folder for a program's files, removed on close()"),
     "STDERR_TAIL_CHARS": ("nsbench.external", "STDERR_TAIL_CHARS", "how much of a program's stderr an error quotes"),
@@ -126,7 +128,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
         to_int16,
     )
     from nsbench.audio.sdr import CLAMP_DB, reference_energy, si_sdr, snr
-    from nsbench.external import STDERR_TAIL_CHARS, PrivateFolder, check_executable, run_program
+    from nsbench.external import STDERR_TAIL_CHARS, PrivateFolder, check_executable, end_group, run_program, start_program
     from nsbench.model_files import engine_session, package_file, verified
     from nsbench.recognition import TRANSCRIPTS_FOLDER, load_with_transcript, normalise_transcript, store_from_options, with_text, word_error_rate
     from nsbench.recognition import built as built_recogniser

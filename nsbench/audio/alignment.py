@@ -8,11 +8,12 @@ runs wherever a delay is declared or measured.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 from numpy.fft import irfft, rfft  # not scipy.fft: its import costs 0.2-0.3 s of every run
 
-from nsbench.audio.blocks import BLOCK_SAMPLES, energy
+from nsbench.audio.blocks import BLOCK_SAMPLES, energy, peak
 
 # Search window: ±100 ms covers every engine we know (DFN3: 30 ms) while
 # keeping periodic signals from matching a far-away period.
@@ -53,10 +54,30 @@ def correlation_window(out: np.ndarray, ref: np.ndarray, max_lag: int) -> np.nda
     time against the stretch of ``ref`` it can reach (the block and max_lag
     on either side), and the blocks' windows are added in float64: the same
     linear correlation, in memory bounded by the block rather than the clip.
+
+    Each signal is correlated scaled by a power of two to a peak near 1, and
+    the window scaled back in float64. Exact: a power of two commutes with
+    every float32 product and sum, so at ordinary levels the window is the
+    same to the bit; and the products neither overflow nor sink into
+    subnormals however loud or quiet the audio (an output at 1e37 made NaN of
+    the window, and a false lag of that).
     """
+    shifts = (peak_exponent(out), peak_exponent(ref))
     if len(out) <= BLOCK_SAMPLES:
-        return whole_window(np.asarray(out, dtype=np.float32), np.asarray(ref, dtype=np.float32), max_lag)
-    return blockwise_window(out, ref, max_lag)
+        window = whole_window(scaled(out, shifts[0]), scaled(ref, shifts[1]), max_lag)
+    else:
+        window = blockwise_window(out, ref, max_lag, shifts)
+    return np.ldexp(np.asarray(window, dtype=np.float64), sum(shifts))
+
+
+def peak_exponent(audio: np.ndarray) -> int:
+    """e with the peak in [2^(e-1), 2^e); 0 for silence."""
+    return math.frexp(peak(audio))[1]
+
+
+def scaled(audio: np.ndarray, shift: int) -> np.ndarray:
+    """``audio`` / 2^shift as float32 (scaled first: a float64 clip beyond float32's range fits after)."""
+    return np.ldexp(np.asarray(audio), -shift).astype(np.float32, copy=False)
 
 
 def whole_window(out: np.ndarray, ref: np.ndarray, max_lag: int) -> np.ndarray:
@@ -66,18 +87,19 @@ def whole_window(out: np.ndarray, ref: np.ndarray, max_lag: int) -> np.ndarray:
     return np.concatenate([circular[size - max_lag :] if max_lag else circular[:0], circular[: max_lag + 1]])
 
 
-def blockwise_window(out: np.ndarray, ref: np.ndarray, max_lag: int, block: int = 1 << 16) -> np.ndarray:
-    """correlation_window summed over blocks of ``block`` samples of ``out``."""
+def blockwise_window(out: np.ndarray, ref: np.ndarray, max_lag: int, shifts: tuple[int, int], block: int = 1 << 16) -> np.ndarray:
+    """correlation_window summed over blocks of ``block`` samples of ``out``,
+    each signal scaled by 2^-shift."""
     length = len(out)
     size = next_fast_len(block + 2 * max_lag)
     stretch = np.zeros(block + 2 * max_lag, dtype=np.float32)
     total = np.zeros(2 * max_lag + 1)
     for start in range(0, length, block):
-        part = np.asarray(out[start : start + block], dtype=np.float32)
+        part = scaled(out[start : start + block], shifts[0])
         # stretch[m] = ref[start - max_lag + m], zero outside the clip.
         first, last = max(0, start - max_lag), min(length, start + len(part) + max_lag)
         stretch[:] = 0.0
-        stretch[first - (start - max_lag) : last - (start - max_lag)] = ref[first:last]
+        stretch[first - (start - max_lag) : last - (start - max_lag)] = scaled(ref[first:last], shifts[1])
         # c[j] = sum_n part[n] stretch[n + j]: the lag k = max_lag - j, no wrap-around
         # since n + j < block + 2 max_lag <= size.
         c = irfft(np.conj(rfft(part, size)) * rfft(stretch, size), size)[: 2 * max_lag + 1]

@@ -46,6 +46,12 @@ def arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
     return all(np.array_equal(a[span], b[span]) for span in spans(a.size))
 
 
+def peak(audio: np.ndarray) -> float:
+    """max |x| (0 for no samples), a block at a time."""
+    samples = np.asarray(audio).ravel()
+    return max((float(np.max(np.abs(samples[span]))) for span in spans(samples.size)), default=0.0)
+
+
 def count_where(audio: np.ndarray, predicate) -> int:
     """``np.count_nonzero(predicate(audio))`` a block at a time."""
     samples = np.asarray(audio).ravel()

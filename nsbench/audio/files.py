@@ -9,7 +9,7 @@ import numpy as np
 import soundfile
 import soxr
 
-from nsbench.audio.blocks import count_where, spans
+from nsbench.audio.blocks import count_where, peak, spans
 from nsbench.text import plural
 from nsbench.plugins.records import Clip
 from nsbench.plugins.errors import ClipError
@@ -18,6 +18,15 @@ from nsbench.plugins.errors import ClipError
 RESAMPLE_QUALITY = "HQ"
 # The largest 16-bit sample as float: a recording that reaches it (or -1.0) is clipped.
 FULL_SCALE = 32767 / 32768
+# Audio nsbench scores peaks within this many dB of full scale either way
+# (silence aside: all zeros). Below, the metrics' own epsilons swamp the signal:
+# STOI of a clip at -295 dBFS is 0.617 where at full scale it is 0.725, at
+# -199 dBFS within 0.001 of it; and -200 dBFS is 60 dB below the smallest step of
+# 24-bit audio, so no recording is refused. Above, float32 arithmetic soon
+# overflows: a product of two spectra of a million samples at +260 dBFS
+# (1e6 x 1e13, squared) passes float32's 3.4e38; at +200 it is 1e32. Int32
+# samples read as floats peak at +187 dBFS.
+LEVEL_LIMIT_DB = 200.0
 
 
 def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
@@ -79,6 +88,22 @@ def non_finite(audio: np.ndarray) -> str:
     first = next(span.start + int(np.flatnonzero(~np.isfinite(flat[span]))[0])
                  for span in spans(len(flat)) if not np.isfinite(flat[span]).all())
     return f"{plural(bad, 'NaN or Inf sample')} (the first at sample {first})"
+
+
+def level_problem(audio: np.ndarray, floor: bool = True) -> str:
+    """"" when ``audio`` is silence (all zeros) or peaks within LEVEL_LIMIT_DB
+    of full scale (above it only, without ``floor``); else where it peaks and
+    why that is not scored, for an error."""
+    top = peak(audio)
+    if top == 0.0:
+        return ""
+    level = 20 * np.log10(top)
+    if level > LEVEL_LIMIT_DB:
+        return f"peaks at {level:+.1f} dBFS, above the +{LEVEL_LIMIT_DB:g} dBFS nsbench scores (float32 arithmetic overflows not far beyond)"
+    if floor and level < -LEVEL_LIMIT_DB:
+        return (f"peaks at {level:+.1f} dBFS, below the -{LEVEL_LIMIT_DB:g} dBFS nsbench scores "
+                "(the metrics' precision is lost there; silence is written as zeros)")
+    return ""
 
 
 def read_failure(path: str | Path, error: Exception) -> str:

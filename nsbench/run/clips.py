@@ -31,7 +31,7 @@ from nsbench.run.engine_run import (
     Outcome,
 )
 from nsbench.run.scoring import score_and_check, scores_complete
-from nsbench.audio.files import fit_length, non_finite, resample
+from nsbench.audio.files import fit_length, level_problem, non_finite, resample
 from nsbench.store.cache import CachedOutput
 from nsbench.text import plural
 from nsbench.plugins.engine import Engine
@@ -308,16 +308,23 @@ def cpu_seconds(engine: Engine | None = None) -> float:
 
 
 def check_clip(clip: Clip) -> None:
-    """A dataset's clip with NaN or Inf fails here with what and where: every
+    """A dataset's clip with NaN or Inf, or a level no metric can score
+    (nsbench.audio.files.LEVEL_LIMIT_DB), fails here with what and where: every
     metric and check downstream would otherwise fail on it in its own way
-    (STOI with "window shape cannot be larger than input array shape")."""
+    (STOI with "window shape cannot be larger than input array shape"), or
+    score it wrongly."""
     parts = [("noisy input", clip.noisy), ("clean reference", clip.clean), ("noise", clip.noise)]
     if clip.sources is not None:
         parts += [(f"reference source {index}", source) for index, source in enumerate(clip.sources)]
     for role, audio in parts:
-        bad = non_finite(audio) if audio is not None else ""
+        if audio is None:
+            continue
+        bad = non_finite(audio)
         if bad:
             raise ClipError(f"the {role} has {bad}")
+        level = level_problem(audio)
+        if level:
+            raise ClipError(f"the {role} {level}")
 
 
 def check_output(output: object, expected_length: int, several_allowed: bool = False) -> None:
@@ -336,3 +343,7 @@ def check_output(output: object, expected_length: int, several_allowed: bool = F
     bad = int(np.count_nonzero(~np.isfinite(output)))
     if bad:
         raise NonFiniteOutput(f"engine output has {plural(bad, 'NaN or Inf sample')}")
+    # No floor: an output however quiet is the engine's silence, scored (and flagged) as such.
+    level = level_problem(output, floor=False)
+    if level:
+        raise ClipError(f"engine output {level}")

@@ -26,7 +26,7 @@ from typing import Iterator, Sequence
 from threadpoolctl import threadpool_limits
 
 from nsbench.store import reference
-from nsbench.external import PrivateFolder
+from nsbench.external import PrivateFolder, kill_with_programs
 from nsbench.run.clips import run_clip
 from nsbench.run.engine_run import EngineHolder, EngineRun, Outcome
 from nsbench.run.runner import Executor, in_process, sources_pickle
@@ -92,9 +92,9 @@ SHARE_WITH_CACHE_CLIPS = 500
 
 def start_worker(run: EngineRun, scratch: str, share_features: bool) -> None:
     global _worker
-    # Its own process group: the parent ends a worker and every program it
-    # runs with one killpg, and a Ctrl-C at the terminal reaches only the
-    # parent, which decides. The parent's signal handlers, inherited by fork,
+    # Its own process group: the parent ends a worker, what it forked and the
+    # programs it runs (each in a group of its own) at once, and a Ctrl-C at
+    # the terminal reaches only the parent, which decides. The parent's signal handlers, inherited by fork,
     # are not the worker's: SIGTERM ends it at once, whichever of its threads
     # (BLAS, onnxruntime) the signal lands on.
     os.setpgid(0, 0)
@@ -210,14 +210,12 @@ def in_window(pool: ProcessPoolExecutor, sources: Sequence[ClipSource], size: in
 
 
 def end_workers(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BaseProcess]:
-    """Kills each worker and every program it runs (its process group), at
+    """Kills each worker and every program it runs (their process groups), at
     once; their temporary files are in the scratch folder the parent removes.
     Returns the workers."""
     workers = list((pool._processes or {}).values())  # no public API reaches them
     for worker in workers:
-        for kill in (os.killpg, os.kill):  # os.kill too: a worker not yet in its own group
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill(worker.pid, signal.SIGKILL)
+        kill_with_programs(worker.pid)  # its programs lead groups of their own (nsbench.external)
     return workers
 
 
