@@ -27,8 +27,29 @@ def parse_flags(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     return manager, build_parser(manager).parse_args(argv)
 
 
+class FlagParser(argparse.ArgumentParser):
+    """An ArgumentParser whose result also says which flags the command line
+    gave, whatever their values (``given_flags``: option name -> flag): a
+    dataset's or an engine's flag that nothing in the run takes is refused
+    (nsbench.run.flag_use), also when typed with its default value."""
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        parsed, extras = super().parse_known_args(args, namespace)
+        parsed.given_flags = self.given_flags(args)
+        return parsed, extras
+
+    def given_flags(self, args: Any) -> dict[str, str]:
+        # Parsed again from a namespace where every option is None already:
+        # argparse then fills in no default, so what is set was typed
+        # (append and count actions start from None as from nothing).
+        blank = argparse.Namespace(**{action.dest: None for action in self._actions})
+        typed, _ = super().parse_known_args(args, blank)
+        return {action.dest: max(action.option_strings, key=len) for action in self._actions
+                if action.option_strings and getattr(typed, action.dest, None) is not None}
+
+
 def build_parser(manager) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = FlagParser(
         # "nsbench" when installed, "benchmark.py" from the checkout: the name the user typed.
         prog=Path(sys.argv[0]).name if sys.argv[0].endswith("benchmark.py") else "nsbench",
         description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER.",
