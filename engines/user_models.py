@@ -40,6 +40,7 @@ from nsbench import MEASURED, ClipError, Engine, EngineSpec, UserError, hookimpl
 DEFAULT_RATE = 16000
 # --command-format -> soundfile subtype of the input file we write.
 COMMAND_FORMATS = {"wav-float": "FLOAT", "wav-pcm16": "PCM_16"}
+COMMAND_FLAGS = ("command_rate", "command_format", "command_timeout", "command_delay", "command_name")
 
 
 class FunctionEngine(Engine):
@@ -256,7 +257,10 @@ def add_arguments(parser):
 def register_engines(register):
     # The rate comes from --python-rate / --command-rate (or the user's class), so the built engine has it.
     common = {"sample_rate": MEASURED, "default": False, "takes_argument": True}
+    # One plugin, two families: each takes its own flags (--command-name beside a python: engine is refused).
     register(EngineSpec(name="python", factory=build_python, delay=MEASURED, fingerprint=python_fingerprint, check=check_python,
-                        description="your Python function or class: --engine python:package.module:name", **common))
+                        description="your Python function or class: --engine python:package.module:name",
+                        takes_flags=("python_rate",), **common))
     register(EngineSpec(name="command", factory=build_command, delay=0, fingerprint=command_fingerprint, declared_by=command_declared,
-                        description="your program, per clip: --engine 'command:tool --in {input} --out {output}'", **common))
+                        description="your program, per clip: --engine 'command:tool --in {input} --out {output}'",
+                        takes_flags=COMMAND_FLAGS, **common))

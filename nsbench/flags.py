@@ -21,7 +21,34 @@ from nsbench.run import streaming
 from nsbench.store import eviction
 
 
-class RecordedCommandLine(argparse.ArgumentParser):
+def parse_flags(argv: list[str]) -> tuple[Any, argparse.Namespace]:
+    """The plugin manager (built-ins, entry points, ``--plugin`` files) and the parsed flags."""
+    manager = get_plugin_manager(named_plugins(argv))
+    return manager, build_parser(manager).parse_args(argv)
+
+
+class FlagParser(argparse.ArgumentParser):
+    """An ArgumentParser whose result also says which flags the command line
+    gave, whatever their values (``given_flags``: option name -> flag): a
+    dataset's or an engine's flag that nothing in the run takes is refused
+    (nsbench.run.flag_use), also when typed with its default value."""
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        parsed, extras = super().parse_known_args(args, namespace)
+        parsed.given_flags = self.given_flags(args)
+        return parsed, extras
+
+    def given_flags(self, args: Any) -> dict[str, str]:
+        # Parsed again from a namespace where every option is None already:
+        # argparse then fills in no default, so what is set was typed
+        # (append and count actions start from None as from nothing).
+        blank = argparse.Namespace(**{action.dest: None for action in self._actions})
+        typed, _ = super().parse_known_args(args, blank)
+        return {action.dest: max(action.option_strings, key=len) for action in self._actions
+                if action.option_strings and getattr(typed, action.dest, None) is not None}
+
+
+class RecordedCommandLine(FlagParser):
     """The parser of a command line read back from a results folder: no help
     flag, nothing printed, and what does not parse a UserError, not an exit."""
 
@@ -32,13 +59,7 @@ class RecordedCommandLine(argparse.ArgumentParser):
         raise UserError(message)
 
 
-def parse_flags(argv: list[str]) -> tuple[Any, argparse.Namespace]:
-    """The plugin manager (built-ins, entry points, ``--plugin`` files) and the parsed flags."""
-    manager = get_plugin_manager(named_plugins(argv))
-    return manager, build_parser(manager).parse_args(argv)
-
-
-class OneLineErrors(argparse.ArgumentParser):
+class OneLineErrors(FlagParser):
     """A bad flag is one line and a hint, not the whole usage before it."""
 
     def error(self, message: str) -> NoReturn:

@@ -110,6 +110,8 @@ def read_failure(path: str | Path, error: Exception) -> str:
     """Why a file could not be read, in a few words: libsndfile says "System
     error." for a missing file and repeats the path in its message."""
     file = Path(path)
+    if file.is_symlink() and not file.exists():
+        return "a symbolic link that loops or leads nowhere"
     if not file.is_file():
         return "no such file"
     if not os.access(file, os.R_OK):
@@ -139,8 +141,10 @@ def full_scale_note(role: str, audio: np.ndarray) -> str | None:
 def write_audio(path: str | Path, audio: np.ndarray, rate: int) -> None:
     """Mono, or (sources, samples) as one channel per source."""
     # Float WAV keeps engine outputs unquantised for later listening or re-scoring.
+    # The format is said, not guessed from the name: a clip named ``..``
+    # gives ``...wav``, in which libsndfile sees no extension.
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    soundfile.write(str(path), audio.T, rate, subtype="FLOAT")
+    soundfile.write(str(path), audio.T, rate, subtype="FLOAT", format="WAV")
 
 
 def load_pair(

@@ -47,6 +47,11 @@ class EngineSpec:
     # A family named by prefix: "--engine python:pkg.mod:fn" builds the spec
     # "python" with options["engine_argument"] = "pkg.mod:fn".
     takes_argument: bool = False
+    # The flags it takes, by option name (``command_name`` for --command-name),
+    # where its plugin's flags are not all its own (python: and command: share
+    # one plugin); None: every flag its plugin adds. A flag only engines take,
+    # given when no engine of the run takes it, stops the run (nsbench.run.flag_use).
+    takes_flags: tuple[str, ...] | None = None
     # The factory reads options["seed"]: with --seeds the engine runs once per
     # seed. Deterministic engines (False) run once whatever --seeds says.
     seeded: bool = False
@@ -144,6 +149,12 @@ class DatasetSpec:
     cell_keys: tuple[str, ...]
     needs_data_folder: bool = False
     describe: Callable[[Mapping[str, Any]], dict[str, Any]] = lambda options: {}
+    # The flags it takes, by option name (``allow_unpaired``; ``data_folder``
+    # for one it can do without), where its plugin's are not all its own;
+    # None: every flag its plugin adds, and --data-folder when it needs one. A
+    # flag only datasets take, given to one that does not, stops the run
+    # (nsbench.run.flag_use): --data-folder without --dataset once ran the demo.
+    takes_flags: tuple[str, ...] | None = None
     requires: tuple[str, ...] = ()
     install: str = ""
     version: Callable[[], str] | str = ""

@@ -45,6 +45,9 @@ class RunConfig:
     html: bool
     # Each plugin's flags, by plugin name: what its engines, datasets and metrics receive.
     plugin_options: Mapping[str, Mapping[str, Any]]
+    # The flags the command line gave (option name -> flag, nsbench.flags.FlagParser),
+    # whatever their values: what nsbench.run.flag_use checks the run takes.
+    given_flags: Mapping[str, str]
     argv: tuple[str, ...]  # as typed, for the provenance (secrets masked there)
     block_size: int | None  # --block-size (nsbench.run.streaming)
     block_ms: float | None  # --block-ms
@@ -63,6 +66,7 @@ class RunConfig:
             use_cache=not args.no_cache, rerun=args.rerun, align_constant_lag=args.align_constant_lag,
             compare=args.compare, compare_tolerance=tuple(args.compare_tolerance), voice_drop_db=args.voice_drop_db,
             plots=not args.no_plots, html=not args.no_html, plugin_options=MappingProxyType(plugin_options),
+            given_flags=MappingProxyType(dict(args.given_flags)),
             argv=tuple(argv),
             block_size=args.block_size, block_ms=args.block_ms,
         )

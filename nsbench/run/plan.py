@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.store import cache
 from nsbench.store.keys import Identity, checks_identity, engine_identity, metric_identity
-from nsbench.run import conditions, no_reference, streaming
+from nsbench.run import conditions, flag_use, no_reference, streaming
 from nsbench.run.config import RunConfig
 from nsbench.report import coverage, layout, provenance
 from nsbench.plugins.metric_options import bind_options, metric_context, metric_provenance
@@ -74,17 +74,23 @@ class RunPlan:
 def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     """The plan, or UserError for what the flags ask that cannot be done."""
     dataset = dataset_of(config, registry)
+    flag_use.check_dataset_flags(config, registry, dataset)  # before "not found" for a --data-folder it does not take
     check_arguments(config, dataset)
     # Named engines, metrics and conditions are checked before the clips are
     # listed (a misspelt flag says so at once); the defaults depend on the clips.
     engines = select_engines(list(config.engines), registry) if config.engines else []
+    if engines:
+        flag_use.check_engine_flags(config, registry, engines)
     named_metrics = select_metrics(list(config.metrics), registry) if config.metrics else []
     chosen = conditions.resolve(list(config.conditions), registry.conditions)  # a missing codec stops the run here
     dataset_options = config.dataset_options(registry.datasets.get(dataset.name).plugin)  # its own flags only
     sources = dataset.clips(dataset_options)[: config.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
-    engines = [declared_by_flags(spec, config, registry) for spec in engines or select_engines([], registry, sources)]
+    if not engines:
+        engines = select_engines([], registry, sources)
+        flag_use.check_engine_flags(config, registry, engines)
+    engines = [declared_by_flags(spec, config, registry) for spec in engines]
     check_engines(engines, config, registry)
     metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources),
                                            lambda metric: config.plugin_flags(registry.metrics.get(metric.name).plugin),
