@@ -34,7 +34,7 @@ def list_text(what: str, registry: Registry, manager, width: int | None = None) 
     kind = getattr(registry, what)
     rows = [("name", "status", "version", "from", *extra_header(what), "description")]
     for record in kind:
-        status = "available" if record.available else f"unavailable: {record.spec.install}"
+        status = "available" if record.available else f"unavailable: {record.unavailable_note}"
         rows.append((record.spec.name, status, record.version, record.origin, *extra_columns(what, record.spec), record.spec.description))
     return format_rows(rows, width)
 

