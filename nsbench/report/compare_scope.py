@@ -59,6 +59,8 @@ def stored_clip_lines(result_file: Path) -> list[dict[str, Any]] | str:
 def scope_of(result: Mapping[str, Any], old: Mapping[str, Any], identity: Mapping[str, Any],
              stored_lines: list[dict[str, Any]] | str, now_lines: Path | None, cell_keys: Sequence[str]) -> Scope:
     """How ``result`` (this run's) and ``old`` (stored) of one engine compare."""
+    if not identity:
+        return Scope(reason="this run recorded no run identity to compare with")
     descriptions = (old.get("dataset_description"), result.get("dataset_description"))
     reason = coverage.setup_mismatch(old.get(coverage.IDENTITY_KEY), identity, descriptions)
     if reason:

@@ -11,8 +11,6 @@ command engine, and files tampered with as a user or an attacker could.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import shutil
@@ -21,29 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsbench.cli import main
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.specs import EngineSpec
 from nsbench.report.format import md, plain
 
 from tests.helpers.audio import tone_and_noise, write_wav
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import ResidualEngine, add_plugin_to_the_cli
+from tests.helpers.reports import run_cli as run, section
 
 RATE = 16000
 QUIET = ["--jobs", "1", "--no-plots", "--no-html"]
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
-
-
-def section(report: str, title: str) -> str:
-    """The text of report.md's section ``## title`` (empty if there is none)."""
-    _, found, rest = report.partition(f"## {title}")
-    return rest.split("\n## ")[0] if found else ""
 
 
 def write_pair(root: Path, name: str, index: int, noise_gain: float = 1.0) -> None:
@@ -86,7 +69,7 @@ def test_F03_report_md_escapes_clip_engine_cell_and_reason_names(tmp_path):
     assert not MARKUP.search(report)
     engine = md(COMMAND).replace("|", "/")
     assert f"| {engine} | 3 | 1 |" in section(report, "Per engine: mean and worst cell")
-    assert f"  - FLAG identical_to_input: " in section(report, "Checks") and f": {md(TAG)}, plain" in section(report, "Checks")
+    assert f"  - FLAG identical_to_input: " in section(report, "Checks: alignment and degenerate output") and f": {md(TAG)}, plain" in section(report, "Checks: alignment and degenerate output")
     assert f"| {md(CELL)} | {engine} |" in section(report, "Per cell")
     failed = section(report, "Failed clips")
     assert f"- **{engine}**, 1 clip ({md(LINK)}): cannot read " in failed and f"{md(CELL)}/noisy/{md(LINK)}.wav" in failed
@@ -94,31 +77,6 @@ def test_F03_report_md_escapes_clip_engine_cell_and_reason_names(tmp_path):
 
 
 # --------------------------------------------------------------------------- F-11: --compare compares like with like
-
-
-class ResidualEngine:
-    """An oracle leaving ``--residual`` of the noise: a larger residual is a regression of SI-SDR."""
-
-    @hookimpl
-    def add_arguments(self, parser):
-        parser.add_argument("--residual", type=float, default=0.3)
-
-    @hookimpl
-    def register_engines(self, register):
-        class Residual:
-            sample_rate, delay = RATE, 0
-
-            def __init__(self, residual):
-                self.residual = residual
-
-            def process(self, audio, clean):
-                return (clean + self.residual * (audio - clean)).astype(np.float32)
-
-            def close(self):
-                pass
-
-        register(EngineSpec(name="residual", factory=lambda options: Residual(options["residual"]),
-                            description="test", sample_rate=RATE, delay=0, oracle=True, default=False))
 
 
 def graded_set(root: Path, count: int = 12, noisy_gain: float = 1.0) -> Path:

@@ -3,45 +3,16 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from nsbench.cli import main
 from nsbench.report.compare import EXIT_REGRESSION, compare_results, parse_tolerances
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.specs import EngineSpec
 from nsbench.plugins.errors import UserError
 
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import ResidualEngine, add_plugin_to_the_cli
 from tests.helpers.audio import make_folder_dataset
 
 METRICS = ["--metric", "si_sdri", "--metric", "stoi", "--metric", "music_attenuation_db", "--metric", "rtf_cpu"]
-
-
-class ResidualEngine:
-    """An oracle leaving ``--residual`` of the noise: a larger residual is a
-    real regression of every quality metric."""
-
-    @hookimpl
-    def add_arguments(self, parser):
-        parser.add_argument("--residual", type=float, default=0.3)
-
-    @hookimpl
-    def register_engines(self, register):
-        class Residual:
-            sample_rate, delay = 16000, 0
-
-            def __init__(self, residual):
-                self.residual = residual
-
-            def process(self, audio, clean):
-                return (clean + self.residual * (audio - clean)).astype(np.float32)
-
-            def close(self):
-                pass
-
-        register(EngineSpec(name="residual", factory=lambda options: Residual(options["residual"]),
-                            description="test", sample_rate=16000, delay=0, oracle=True, default=False))
 
 
 @pytest.fixture

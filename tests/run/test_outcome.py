@@ -4,8 +4,6 @@ not), failed clips with their reasons, exit code 4, what the cache served,
 and cached outputs re-scored in the workers."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import textwrap
@@ -19,21 +17,9 @@ from nsbench.report.format import md
 from tests.helpers.audio import make_folder_dataset
 from tests.helpers.paths import REPO_ROOT
 from tests.helpers.plugins import HALVING_ENERGY_PLUGIN, logged_pids
+from tests.helpers.reports import run_cli as run, section
 
 QUIET = ["--jobs", "1", "--no-plots"]
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
-
-
-def section(report: str, title: str) -> str:
-    """The text of report.md's section ``## title`` (empty if there is none)."""
-    _, found, rest = report.partition(f"## {title}\n")
-    return rest.split("\n## ")[0] if found else ""
 
 
 def table_engines(report: str) -> list[str]:
