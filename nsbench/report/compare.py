@@ -55,11 +55,10 @@ def parse_tolerances(texts: Sequence[str]) -> dict[str | None, float]:
 @dataclass
 class Stored:
     """The stored results, read before the run (it may write over them):
-    engine -> result, its file and its clip lines (or why there are none),
-    and the files left out, by name, with the reason."""
+    engine -> result and its clip lines (or why there are none), and the
+    files left out, by name, with the reason."""
 
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    files: dict[str, Path] = field(default_factory=dict)
     clip_lines: dict[str, list[dict[str, Any]] | str] = field(default_factory=dict)
     left_out: dict[str, str] = field(default_factory=dict)
 
@@ -67,7 +66,7 @@ class Stored:
 def load_stored(path: str, dataset: str) -> Stored:
     """The results in an ``<engine>.json``, a folder of them, or a results
     folder holding ``<dataset>/``. A file that is not a valid engine result is
-    left out with its reason (said on stderr at once); none at all is an error."""
+    left out with its reason (said with the comparison); none valid at all is a UserError."""
     where = Path(path)
     if where.is_dir() and (where / dataset).is_dir():
         where = where / dataset
@@ -94,7 +93,6 @@ def add_stored(stored: Stored, file: Path) -> None:
         return
     check_format(result, file)
     stored.results[result["engine"]] = result
-    stored.files[result["engine"]] = file
     stored.clip_lines[result["engine"]] = stored_clip_lines(file)
 
 
@@ -135,18 +133,6 @@ def compare_run(results: Sequence[Mapping[str, Any]], stored: Stored, tolerances
     return {**tallied(rows, [r["engine"] for r in results if r["engine"] in clips and r["engine"] not in not_compared],
                       sorted(set(stored.results) - {r["engine"] for r in results})),
             "clips": clips, "not_compared": not_compared, "left_out": dict(stored.left_out)}
-
-
-def compare_results(
-    results: Sequence[Mapping[str, Any]], stored: Mapping[str, Mapping[str, Any]], tolerances: Mapping[str | None, float]
-) -> dict[str, Any]:
-    """Each engine's summary against its stored one as they stand (the same clips on both sides)."""
-    rows = []
-    for result in results:
-        old = stored.get(result["engine"])
-        if old is not None:
-            rows += engine_rows(result["engine"], result["metric_definitions"], result, old, tolerances)
-    return tallied(rows, [r["engine"] for r in results if r["engine"] in stored], sorted(set(stored) - {r["engine"] for r in results}))
 
 
 def tallied(rows: list[dict[str, Any]], compared: list[str], not_run_now: list[str]) -> dict[str, Any]:
@@ -232,9 +218,10 @@ def comparison_summary(comparison: Mapping[str, Any]) -> str:
         else f"**No verdict**: no engine could be compared like with like (exit code {EXIT_INCOMPLETE})."
     )
     engines = ", ".join(md(engine) for engine in comparison["engines_compared"]) or "no engine"
+    counted = "" if verdict.startswith("**No verdict**") else \
+        f" {plural(len(comparison['rows']), 'value')} compared for {engines}; {same} within tolerance."
     return (
-        f"{verdict} {plural(len(comparison['rows']), 'value')} compared for {engines}; "
-        f"{same} within tolerance. Default tolerances: dB metrics {TOLERANCE_BY_UNIT['dB']}, 0-1 scores {TOLERANCE_BY_UNIT['0-1']}, "
+        f"{verdict}{counted} Default tolerances: dB metrics {TOLERANCE_BY_UNIT['dB']}, 0-1 scores {TOLERANCE_BY_UNIT['0-1']}, "
         f"rates {TOLERANCE_BY_UNIT['rate']}, others {DEFAULT_TOLERANCE} (--compare-tolerance); timing is not compared."
     )
 
