@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from nsbench.report.format import markdown_table, md, plain
+
 START, END = "<!-- nsbench-listening-results -->", "<!-- /nsbench-listening-results -->"
 RESULTS_JSON, RESULTS_MD = "listening-results.json", "listening-results.md"
 TOP_METRICS = 10  # rows of the agreement table in the report; the JSON has every metric
@@ -81,8 +83,8 @@ def agreement_rows(payload: Mapping[str, Any], limit: int | None = TOP_METRICS) 
 
 
 def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+    """The report's markdown table: every cell escaped (a condition is an engine's name)."""
+    return markdown_table((list(head), [list(row) for row in rows]))
 
 
 def verdict(payload: Mapping[str, Any]) -> str:
@@ -93,7 +95,7 @@ def verdict(payload: Mapping[str, Any]) -> str:
         return "Too few rated stimuli with metric values to measure any agreement."
     best = min(usable, key=lambda m: (-signed(entries[m], "stimulus"), m))  # the agreement table's first row
     tau = entries[best]["stimulus"]["kendall"]
-    return (f"Best agreement with the listeners per stimulus: **{best}** (Kendall tau {tau:.2f} over "
+    return (f"Best agreement with the listeners per stimulus: **{md(best)}** (Kendall tau {tau:.2f} over "
             f"{entries[best]['stimulus']['n']} stimuli).")
 
 
@@ -122,10 +124,10 @@ def markdown(payload: Mapping[str, Any]) -> str:
         md_table(*agreement_rows(payload)),
     ]
     if excluded:
-        parts.append("Excluded by screening:\n\n" + "\n".join(f"- {l['listener']} (part {l['part']}): {l['excluded']}"
+        parts.append("Excluded by screening:\n\n" + "\n".join(f"- {md(l['listener'])} (part {md(l['part'])}): {md(l['excluded'])}"
                                                              for l in excluded))
     if payload["problems"]:
-        parts.append("Input problems:\n\n" + "\n".join(f"- {p}" for p in payload["problems"]))
+        parts.append("Input problems:\n\n" + "\n".join(f"- {md(p)}" for p in payload["problems"]))
     return "\n\n".join(parts) + "\n"
 
 
@@ -138,7 +140,7 @@ def html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def html_section(payload: Mapping[str, Any]) -> str:
     """The same section for report.html, from listening-results.json."""
     text = markdown(payload).split("\n\n")
-    paragraphs = [f"<p>{html.escape(block).replace('**', '')}</p>" for block in text[1:3]]
+    paragraphs = [f"<p>{html.escape(plain(block))}</p>" for block in text[1:3]]
     tables = [html_table(*score_rows(payload)), html_table(*cell_rows(payload)), html_table(*agreement_rows(payload))]
     excluded = [f"<li>{html.escape(l['listener'])} (part {l['part']}): {html.escape(l['excluded'])}</li>"
                 for l in payload["listeners"] if l["excluded"]]

@@ -212,9 +212,9 @@ def agreement_markdown(agreement: Mapping[str, Any]) -> str:
     """The report's section, or "" when the run computed no pair."""
     if not agreement:
         return ""
-    from nsbench.report.format import markdown_table
+    from nsbench.report.format import markdown_table, md
 
-    return f"{TITLE}\n\n{agreement_intro(agreement)}\n\n{markdown_table(agreement_rows(agreement))}"
+    return f"{TITLE}\n\n{md(agreement_intro(agreement))}\n\n{markdown_table(agreement_rows(agreement))}"
 
 
 def agreement_html(agreement: Mapping[str, Any]) -> list[str]:

@@ -5,15 +5,27 @@ difference of the means, judged against a tolerance in the metric's own
 direction. A value worse by more than its tolerance (or no longer there) is a
 regression, and the run exits with EXIT_REGRESSION, so a developer's CI can
 run nsbench on every commit.
+
+Like with like only (nsbench.report.compare_scope): an engine whose stored run
+was made on another dataset, other options, metrics, conditions or block size,
+or shares too few clips with this run, is not compared; the reason is said in
+one line and the run exits EXIT_INCOMPLETE (something asked for was left out),
+never with a verdict. The stored files are read as a stranger's data
+(nsbench.report.read_back): a file that is not a valid result is named and
+left out, and nothing a file names is imported or run.
 """
 from __future__ import annotations
 
-import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.report.format import Table, fmt, markdown_table
+from nsbench.report import read_back
+from nsbench.report.compare_scope import scope_of, stored_clip_lines
+from nsbench.report.coverage import NOT_ENGINE_FILES
+from nsbench.report.failures import EXIT_INCOMPLETE
+from nsbench.report.format import Table, fmt, markdown_table, md, plain
 from nsbench.report.schema import FORMAT_VERSION as RESULTS_FORMAT_VERSION
 from nsbench.text import plural
 from nsbench.plugins.errors import UserError
@@ -40,30 +52,48 @@ def parse_tolerances(texts: Sequence[str]) -> dict[str | None, float]:
     return tolerances
 
 
-def load_stored(path: str, dataset: str) -> dict[str, dict[str, Any]]:
-    """Engine -> stored result, from an ``<engine>.json``, a folder of them,
-    or a results folder holding ``<dataset>/``."""
+@dataclass
+class Stored:
+    """The stored results, read before the run (it may write over them):
+    engine -> result and its clip lines (or why there are none), and the
+    files left out, by name, with the reason."""
+
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    clip_lines: dict[str, list[dict[str, Any]] | str] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
+
+
+def load_stored(path: str, dataset: str) -> Stored:
+    """The results in an ``<engine>.json``, a folder of them, or a results
+    folder holding ``<dataset>/``. A file that is not a valid engine result is
+    left out with its reason (said with the comparison); none valid at all is a UserError."""
     where = Path(path)
     if where.is_dir() and (where / dataset).is_dir():
         where = where / dataset
     if where.is_file():
         files = [where]
     elif where.is_dir():
-        files = sorted(where.glob("*.json"))
+        files = [file for file in sorted(where.glob("*.json")) if file.name not in NOT_ENGINE_FILES]
     else:
         raise UserError(f"--compare {path}: no such file or folder")
-    stored = {}
+    stored = Stored()
     for file in files:
-        try:
-            result = json.loads(file.read_text())
-        except (OSError, ValueError) as error:
-            raise UserError(f"--compare {file}: not a results file ({error})") from None
-        if isinstance(result, dict) and "engine" in result and "cells" in result:
-            check_format(result, file)
-            stored[result["engine"]] = result
-    if not stored:
-        raise UserError(f"--compare {path}: no engine results (<engine>.json) there")
+        add_stored(stored, file)
+    if not stored.results:
+        reasons = "; ".join(f"{name}: {why}" for name, why in stored.left_out.items())
+        raise UserError(f"--compare {path}: no engine results (<engine>.json) there" + (f" ({reasons})" if reasons else ""))
     return stored
+
+
+def add_stored(stored: Stored, file: Path) -> None:
+    try:
+        result = read_back.engine_result(file)
+    except read_back.NotReadable as error:
+        stored.left_out[file.name] = str(error)
+        return
+    check_format(result, file)
+    stored.results[result["engine"]] = result
+    stored.clip_lines[result["engine"]] = stored_clip_lines(file)
 
 
 def check_format(result: Mapping[str, Any], file: Path) -> None:
@@ -85,24 +115,45 @@ def tolerance(metric: str, unit: str, tolerances: Mapping[str | None, float]) ->
     return tolerances.get(metric, tolerances.get(None, TOLERANCE_BY_UNIT.get(unit, DEFAULT_TOLERANCE)))
 
 
-def compare_results(
-    results: Sequence[Mapping[str, Any]], stored: Mapping[str, Mapping[str, Any]], tolerances: Mapping[str | None, float]
-) -> dict[str, Any]:
-    rows = []
+def compare_run(results: Sequence[Mapping[str, Any]], stored: Stored, tolerances: Mapping[str | None, float],
+                identity: Mapping[str, Any], clip_logs: Mapping[str, Path], cell_keys: Sequence[str]) -> dict[str, Any]:
+    """This run's results (``results``; ``identity``: the run's, ``clip_logs``: each engine's
+    .clips.jsonl) against the stored ones, each engine on what the two share (compare_scope)."""
+    rows, clips, not_compared = [], {}, {}
     for result in results:
-        old = stored.get(result["engine"])
-        if old is not None:
-            rows += engine_rows(result, old, tolerances)
+        engine = result["engine"]
+        if engine not in stored.results:
+            continue
+        scope = scope_of(result, stored.results[engine], identity, stored.clip_lines[engine], clip_logs.get(engine), cell_keys)
+        clips[engine] = {"compared": scope.clips, "only_now": scope.only_now, "only_stored": scope.only_stored}
+        if scope.reason:
+            not_compared[engine] = scope.reason
+            continue
+        rows += engine_rows(engine, result["metric_definitions"], scope.now, scope.before, tolerances)
+    return {**tallied(rows, [r["engine"] for r in results if r["engine"] in clips and r["engine"] not in not_compared],
+                      sorted(set(stored.results) - {r["engine"] for r in results})),
+            "clips": clips, "not_compared": not_compared, "left_out": dict(stored.left_out)}
+
+
+def tallied(rows: list[dict[str, Any]], compared: list[str], not_run_now: list[str]) -> dict[str, Any]:
     return {
         "rows": rows,
         "regressions": sum(row["status"] in ("worse", "missing now") for row in rows),
-        "engines_compared": [r["engine"] for r in results if r["engine"] in stored],
-        "engines_not_run_now": sorted(set(stored) - {r["engine"] for r in results}),
+        "engines_compared": compared,
+        "engines_not_run_now": not_run_now,
     }
 
 
-def engine_rows(result: Mapping[str, Any], old: Mapping[str, Any], tolerances: Mapping[str | None, float]) -> list[dict[str, Any]]:
-    engine = result["engine"]
+def exit_code(comparison: Mapping[str, Any]) -> int:
+    """EXIT_REGRESSION for a regression, else EXIT_INCOMPLETE if an engine could not be compared, else 0."""
+    if comparison["regressions"]:
+        return EXIT_REGRESSION
+    return EXIT_INCOMPLETE if comparison.get("not_compared") else 0
+
+
+def engine_rows(engine: str, definitions: Mapping[str, Any], result: Mapping[str, Any], old: Mapping[str, Any],
+                tolerances: Mapping[str | None, float]) -> list[dict[str, Any]]:
+    """``result`` and ``old``: summaries (failures, metrics, cells) of the same clips."""
     rows = [failure_row(engine, result, old)]
     scopes = [(ALL_CLIPS, result["metrics"], old["metrics"])]
     new_cells = {cell_name(row): row for row in result["cells"]}
@@ -110,7 +161,7 @@ def engine_rows(result: Mapping[str, Any], old: Mapping[str, Any], tolerances: M
         now = new_cells.get(cell_name(row), {"metrics": {}})
         scopes.append((cell_name(row), now["metrics"], row["metrics"]))
     for cell, now, before in scopes:
-        for metric, definition in result["metric_definitions"].items():
+        for metric, definition in definitions.items():
             limit = tolerance(metric, definition["unit"], tolerances)
             if limit is not None and metric in before:
                 rows.append(value_row(engine, cell, metric, before[metric]["mean"], now.get(metric), limit, definition["higher_is_better"]))
@@ -158,25 +209,73 @@ def comparison_rows(comparison: Mapping[str, Any]) -> Table:
 
 
 def comparison_summary(comparison: Mapping[str, Any]) -> str:
-    """The verdict and what was compared, in one paragraph (report.md and report.html)."""
+    """The verdict and what was compared, in one paragraph (markdown: report.html reads it through plain)."""
     same = sum(row["status"] == "same" for row in comparison["rows"])
     verdict = (
         f"**REGRESSION**: {plural(comparison['regressions'], 'value')} worse than stored beyond tolerance (exit code {EXIT_REGRESSION})."
         if comparison["regressions"]
-        else "No regression beyond tolerance."
+        else "No regression beyond tolerance." if comparison["engines_compared"] or not comparison.get("not_compared")
+        else f"**No verdict**: no engine could be compared like with like (exit code {EXIT_INCOMPLETE})."
     )
+    engines = ", ".join(md(engine) for engine in comparison["engines_compared"]) or "no engine"
+    counted = "" if verdict.startswith("**No verdict**") else \
+        f" {plural(len(comparison['rows']), 'value')} compared for {engines}; {same} within tolerance."
     return (
-        f"{verdict} {plural(len(comparison['rows']), 'value')} compared for {', '.join(comparison['engines_compared']) or 'no engine'}; "
-        f"{same} within tolerance. Default tolerances: dB metrics {TOLERANCE_BY_UNIT['dB']}, 0-1 scores {TOLERANCE_BY_UNIT['0-1']}, "
+        f"{verdict}{counted} Default tolerances: dB metrics {TOLERANCE_BY_UNIT['dB']}, 0-1 scores {TOLERANCE_BY_UNIT['0-1']}, "
         f"rates {TOLERANCE_BY_UNIT['rate']}, others {DEFAULT_TOLERANCE} (--compare-tolerance); timing is not compared."
     )
 
 
-def comparison_markdown(comparison: Mapping[str, Any], path: str) -> str:
-    lines = [f"## Compared with {path}", comparison_summary(comparison)]
+def clips_text(comparison: Mapping[str, Any]) -> str:
+    """"Clips compared: residual 5 (35 only stored)": how many clips each engine was compared on, or ""."""
+    parts = []
+    for engine, counts in comparison.get("clips", {}).items():
+        if engine in comparison.get("not_compared", {}):
+            continue
+        aside = [f"{counts[key]} only {side}" for key, side in (("only_now", "now"), ("only_stored", "stored")) if counts[key]]
+        parts.append(f"{md(engine)} {counts['compared']}" + (f" ({', '.join(aside)})" if aside else ""))
+    return ("Clips compared (those both runs have): " + "; ".join(parts) + ".") if parts else ""
+
+
+def scope_lines(comparison: Mapping[str, Any]) -> list[str]:
+    """What was compared on which clips, what could not be and which stored files were left out (markdown)."""
+    lines = [clips_text(comparison)] if clips_text(comparison) else []
+    lines += [f"**Not compared** (no verdict) for {', '.join(map(md, engines))}: {md(reason)}."
+              for reason, engines in by_reason(comparison).items()]
+    lines += [f"Left out of the stored results: {md(name)}: {md(reason)}." for name, reason in comparison.get("left_out", {}).items()]
     if comparison["engines_not_run_now"]:
-        lines.append(f"Stored but not run now: {', '.join(comparison['engines_not_run_now'])}.")
+        lines.append(f"Stored but not run now: {', '.join(md(name) for name in comparison['engines_not_run_now'])}.")
+    return lines
+
+
+def by_reason(comparison: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The engines not compared, grouped by why (often one reason for all)."""
+    grouped: dict[str, list[str]] = {}
+    for engine, reason in comparison.get("not_compared", {}).items():
+        grouped.setdefault(reason, []).append(engine)
+    return grouped
+
+
+def comparison_markdown(comparison: Mapping[str, Any], path: str) -> str:
+    lines = [f"## Compared with {md(path)}", comparison_summary(comparison), *scope_lines(comparison)]
     header, rows = comparison_rows(comparison)
     if rows:
         lines.append(markdown_table((header, rows)))
     return "\n\n".join(lines)
+
+
+def comparison_text(comparison: Mapping[str, Any]) -> str:
+    """comparison_summary and scope_lines as report.html's paragraph (plain text)."""
+    return " ".join(plain(line) for line in (comparison_summary(comparison), *scope_lines(comparison)))
+
+
+def terminal_lines(comparison: Mapping[str, Any], path: str) -> list[str]:
+    """One line per reason an engine was not compared (engines sharing it on one line),
+    per stored file left out, and the regression count."""
+    code = "" if comparison["regressions"] else f" (exit code {EXIT_INCOMPLETE})"
+    lines = [f"--compare {path}: {', '.join(engines)} not compared, no verdict{code}: {reason}"
+             for reason, engines in by_reason(comparison).items()]
+    lines += [f"--compare {path}: {name} left out: {reason}" for name, reason in comparison.get("left_out", {}).items()]
+    if comparison["regressions"]:
+        lines.append(f"{comparison['regressions']} values worse than {path} beyond tolerance")
+    return lines

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from nsbench.plugins.records import ClipRecord
+from nsbench.report.format import md
 from nsbench.report.record_table import RecordTable, as_table, first_appearances
 from nsbench.plugins.specs import MetricSpec
 from nsbench.run.conditions import LABEL, NONE
@@ -43,7 +44,7 @@ def largest_loss(result: Mapping[str, Any], metric: str, higher_is_better: bool)
 
 def loss_lines(results: Sequence[Mapping[str, Any]], metric: str, higher_is_better: bool, skip: str) -> list[str]:
     """For the report's top section: per engine (not ``skip``, the passthrough,
-    whose gain is 0 everywhere), the condition where it loses most."""
+    whose gain is 0 everywhere), the condition where it loses most (markdown: report.html reads it through plain)."""
     lines = []
     for result in results:
         loss = largest_loss(result, metric, higher_is_better)
@@ -51,7 +52,7 @@ def loss_lines(results: Sequence[Mapping[str, Any]], metric: str, higher_is_bett
             continue
         verb = "loses most" if loss["loss"] > 0 else "loses nothing against none; least gain"
         lines.append(
-            f"- **{result['engine']}** {verb} under **{loss['condition']}**: {metric} {loss['value']:.2f} there "
+            f"- **{md(result['engine'])}** {verb} under **{md(loss['condition'])}**: {md(metric)} {loss['value']:.2f} there "
             f"against {loss['none']:.2f} under none ({-loss['loss']:+.2f})"
         )
     return lines

@@ -6,7 +6,10 @@ report.md and report.html cover every one whose run identity matches this
 run's (the same dataset and options, clips, metrics, conditions and blocks:
 its numbers are comparable, row for row), marked as from an earlier run; the
 others are listed under "Not in this report" with the reason, so no file in
-the folder is silently left out.
+the folder is silently left out. Each file is read as a stranger's data
+(nsbench.report.read_back): one that does not match the results schema is
+listed with what is wrong in it. --compare asks the same of its target's
+files, but compares on the clips both runs share (nsbench.report.compare).
 """
 from __future__ import annotations
 
@@ -17,11 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from nsbench.report import read_back
+from nsbench.report.format import md, plain
 from nsbench.store.digests import digest
 
 IDENTITY_KEY = "run_identity"
-# Files in the folder that are not an engine's result.
-NOT_ENGINE_FILES = ("comparison.json",)
+# Files in the folder that are not an engine's result: the run's own (the
+# writer's, and the listening test's beside them), neither reported nor
+# listed as left out.
+NOT_ENGINE_FILES = ("comparison.json", "agreement.json", "listening-results.json", "listening-key.json")
 
 
 def run_identity(dataset: str, description: Mapping[str, Any], clip_ids: Sequence[str], metrics: Mapping[str, str],
@@ -53,15 +60,27 @@ def is_location(value: Any) -> bool:
     return isinstance(value, str) and Path(value).is_absolute()
 
 
-def mismatch(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> str:
-    """Why a file's run identity differs from this run's; "" if it matches."""
-    if not stored:
-        return "written by an older nsbench, which did not record what it ran on"
-    if stored.get("dataset") != current["dataset"] or stored.get("dataset_options") != current["dataset_options"]:
-        return "other dataset options"
+def mismatch(stored: Mapping[str, Any] | None, current: Mapping[str, Any], descriptions: tuple[Any, Any] = ({}, {})) -> str:
+    """Why a file's run identity differs from this run's; "" if it matches.
+    ``descriptions``: the file's and this run's dataset descriptions, to name the options that differ."""
+    setup = setup_mismatch(stored, current, descriptions)
+    if setup or stored is None:
+        return setup
     clips = stored.get("clips") or {}
     if clips != current["clips"]:
         return f"other clips ({clips.get('count', '?')}; this run has {current['clips']['count']})"
+    return ""
+
+
+def setup_mismatch(stored: Mapping[str, Any] | None, current: Mapping[str, Any], descriptions: tuple[Any, Any] = ({}, {})) -> str:
+    """What differs between two run identities but the clips: the dataset and
+    its options, the metrics, the conditions and the block size; "" if nothing."""
+    if not stored:
+        return "written by an older nsbench, which did not record what it ran on"
+    if stored.get("dataset") != current["dataset"]:
+        return f"another dataset ({stored.get('dataset')}; this run's is {current['dataset']})"
+    if stored.get("dataset_options") != current["dataset_options"]:
+        return options_reason(*(without_locations(d) for d in descriptions))
     if stored.get("metrics") != current["metrics"]:
         return metrics_reason(stored.get("metrics") or {}, current["metrics"])
     if stored.get("conditions") != current["conditions"]:
@@ -69,6 +88,22 @@ def mismatch(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> st
     if stored.get("blocks") != current["blocks"]:
         return "other block size"
     return ""
+
+
+def options_reason(stored: Any, current: Any) -> str:
+    """"other dataset options (data_folder: /a there, /b now)": each described option that differs."""
+    if not isinstance(stored, Mapping) or not isinstance(current, Mapping):
+        return "other dataset options"
+    changed = [key for key in sorted(set(stored) | set(current), key=str) if stored.get(key) != current.get(key)]
+    named = "; ".join(f"{key}: {shortened(stored.get(key, 'none'))} there, {shortened(current.get(key, 'none'))} now"
+                      for key in changed[:3])
+    return f"other dataset options ({named})" if named else "other dataset options"
+
+
+def shortened(value: Any) -> str:
+    """A value for a one-line reason: a digest (long and hexadecimal) by its first characters, the rest whole."""
+    text = str(value)
+    return f"{text[:12]}..." if len(text) > 16 and all(c in "0123456789abcdef" for c in text) else text
 
 
 def metrics_reason(stored: Mapping[str, str], current: Mapping[str, str]) -> str:
@@ -96,12 +131,9 @@ def earlier_results(folder: Path, current: Mapping[str, Any], ran: Sequence[str]
         if path.name in NOT_ENGINE_FILES or path.stem in written:
             continue
         try:
-            result = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            coverage.left_out[path.name] = f"cannot read it: {error}"
-            continue
-        if not isinstance(result, dict) or "engine" not in result or "metrics" not in result:
-            coverage.left_out[path.name] = "not an engine's result"
+            result = read_back.engine_result(path)
+        except read_back.NotReadable as error:
+            coverage.left_out[path.name] = str(error)
             continue
         reason = mismatch(result.get(IDENTITY_KEY), current)
         if reason:
@@ -126,7 +158,7 @@ def earlier_text(earlier: Sequence[Mapping[str, Any]]) -> str:
     """report.md's paragraph after the introduction, or ""."""
     if not earlier:
         return ""
-    names = ", ".join(f"{r['engine']} ({r['from_earlier_run']})" for r in earlier)
+    names = ", ".join(f"{md(r['engine'])} ({md(r['from_earlier_run'])})" for r in earlier)
     return (f"**From earlier runs:** {names}. Not run now: their `<engine>.json` in this folder was made on the same clips, "
             "with the same metrics, conditions and dataset options, so their rows stand beside this run's.")
 
@@ -134,8 +166,13 @@ def earlier_text(earlier: Sequence[Mapping[str, Any]]) -> str:
 def left_out_markdown(left_out: Mapping[str, str]) -> str:
     if not left_out:
         return ""
-    items = "\n".join(f"- `{name}`: {reason}" for name, reason in left_out.items())
+    items = "\n".join(f"- {code(name)}: {md(reason)}" for name, reason in left_out.items())
     return f"## Not in this report\n\nFiles in this folder from runs whose numbers do not compare with this run's:\n\n{items}"
+
+
+def code(name: str) -> str:
+    """A file name as code in markdown; md where a backtick or line break would end the code span."""
+    return f"`{name}`" if "`" not in name and len(name.splitlines()) <= 1 else md(name)
 
 
 def coverage_line(coverage: Coverage) -> str:
@@ -155,8 +192,8 @@ def earlier_html(earlier: Sequence[Mapping[str, Any]]) -> str:
     text = earlier_text(earlier)
     if not text:
         return ""
-    plain = text.replace("**", "").replace("`", "")
-    return f'<p id="earlier-runs"><b>{html.escape(plain.partition(":")[0])}:</b>{html.escape(plain.partition(":")[2])}</p>'
+    title, _, rest = plain(text).replace("`", "").partition(":")
+    return f'<p id="earlier-runs"><b>{html.escape(title)}:</b>{html.escape(rest)}</p>'
 
 
 def left_out_html(left_out: Mapping[str, str]) -> str:

@@ -12,6 +12,8 @@ import html
 import re
 from typing import Any, Mapping, Sequence
 
+from nsbench.report.format import md
+
 EXIT_INCOMPLETE = 4
 # Clips named per reason in the reports; the JSON names them all.
 CLIPS_NAMED = 10
@@ -54,7 +56,7 @@ def failures_markdown(results: Sequence[Mapping[str, Any]]) -> str:
     lines = failure_lines(results)
     if not lines:
         return ""
-    items = "\n".join(f"- **{engine}**, {clips}: {reason}" for engine, clips, reason in lines)
+    items = "\n".join(f"- **{md(engine)}**, {md(clips)}: {md(reason)}" for engine, clips, reason in lines)
     return f"## Failed clips\n\nThese have no scores; every other number leaves them out.\n\n{items}"
 
 

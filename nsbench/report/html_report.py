@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 from nsbench.report import highlights, layout
-from nsbench.report.format import Table, clip_list, clips_count, fmt
+from nsbench.report.format import Table, clip_list, clips_count, fmt, plain
 from nsbench.report.html_assets import SCRIPT, STYLE
 from nsbench.run import no_reference
 from nsbench.report.listening_grid import Grid, GridOutput, LISTEN_SECONDS
@@ -104,7 +104,7 @@ def conditions_html(results: Sequence[Mapping[str, Any]]) -> str:
     ordered = highlights.ordered(results)
     headline = headline_of(ordered)
     losses = conditions.loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), layout.reference_engine())
-    items = "".join(f"<li>{esc(line.removeprefix('- ').replace('**', ''))}</li>" for line in losses)
+    items = "".join(f"<li>{esc(plain(line.removeprefix('- ')))}</li>" for line in losses)
     return ("<h2>Per condition</h2>" + (f"<p>Where each engine loses most against its gain under none:</p><ul>{items}</ul>" if items else "")
             + f"<p>{esc(conditions.CONDITIONS_TEXT)}</p>" + filter_box("conditions") + table(conditions.condition_rows(ordered), "conditions"))
 

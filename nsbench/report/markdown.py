@@ -1,7 +1,9 @@
 """report.md: its sections around the tables (nsbench.report.tables), in order.
 
 The markdown tables and the console table are the same text, built from the
-same summaries the JSON holds, so the numbers cannot disagree.
+same summaries the JSON holds, so the numbers cannot disagree. Every name a
+dataset, plugin or engine gave (and every text an earlier run's file holds)
+goes through ``md``, so it reads as text, never as markup.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.plugins.specs import MetricSpec
 from nsbench.report import layout
-from nsbench.report.format import clip_list, clips_count, markdown_row, markdown_table
+from nsbench.report.format import clip_list, clips_count, markdown_row, markdown_table, md
 from nsbench.report.tables import baseline_rows, cell_table, pooled_rows, summary_table, worst_rows
 
 
@@ -40,20 +42,21 @@ def metric_notes_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for result in results:
         for name, counts in result.get("metric_notes", {}).items():
-            told = ", ".join(f"{note} on {clips_count(count)}" for note, count in sorted(counts.items()))
-            lines.append(f"- {result['engine']}: {name}: {told}")
+            told = ", ".join(f"{md(note)} on {clips_count(count)}" for note, count in sorted(counts.items()))
+            lines.append(f"- {md(result['engine'])}: {md(name)}: {told}")
     return ["Notes the metrics made on the clips:\n\n" + "\n".join(lines)] if lines else []
 
 
 def engine_line(result: Mapping[str, Any]) -> str:
     info = result["engine_info"]
-    delays = "; ".join(f"{delay} on {count} clips" for delay, count in info["delays_removed"].items()) or "none"
+    delays = "; ".join(f"{md(delay)} on {count} clips" for delay, count in info["delays_removed"].items()) or "none"
     oracle = " ORACLE: uses the clean reference, an upper bound, not an engine." if info["oracle"] else ""
-    notes = "".join(f" {note}." for note in info["notes"])
-    return f"- {result['engine']} {info['version']} ({info['origin']}): delay removed {delays}.{notes}{oracle}"
+    notes = "".join(f" {md(note)}." for note in info["notes"])
+    return f"- {md(result['engine'])} {md(info['version'])} ({md(info['origin'])}): delay removed {delays}.{notes}{oracle}"
 
 
 def compensation_text(alignment: Mapping[str, Any]) -> str:
+    """Plain text (report.md escapes it, report.html too)."""
     done = alignment.get("compensation")
     if not done:
         return ""
@@ -67,18 +70,18 @@ def compensation_text(alignment: Mapping[str, Any]) -> str:
 def checks_lines(result: Mapping[str, Any]) -> list[str]:
     """Alignment and degenerate-output flags of one engine, naming the clips."""
     alignment = result.get("alignment", {})
-    lines = [f"- **{result['engine']}**: {alignment.get('text', '–')}.{compensation_text(alignment)}"]
+    lines = [f"- **{md(result['engine'])}**: {md(alignment.get('text', '–'))}.{md(compensation_text(alignment))}"]
     for name, flag in result.get("flags", {}).items():
-        lines.append(f"  - FLAG {name}: {flag['description']}; {clip_list(flag['clips'])}")
+        lines.append(f"  - FLAG {md(name)}: {md(flag['description'])}; {md(clip_list(flag['clips']))}")
     for name, flag in result.get("expected_flags", {}).items():
-        lines.append(f"  - {name}, expected ({flag['expected']}): {clips_count(len(flag['clips']))}")
+        lines.append(f"  - {md(name)}, expected ({md(flag['expected'])}): {clips_count(len(flag['clips']))}")
     if not result.get("flags"):
         lines.append("  - no degenerate output")
     return lines
 
 
 def baselines_text(results: Sequence[Mapping[str, Any]]) -> str:
-    """How the comparisons are made, and which baseline did not run (so is not compared with)."""
+    """How the comparisons are made, and which baseline did not run (so is not compared with). Plain text."""
     ran = {r["engine"] for r in results}
     # Each engine's info names the baselines it is compared with (the specs that say ``baseline``).
     named = dict.fromkeys(name for r in results for name in r.get("engine_info", {}).get("compared_with", ()))
@@ -99,7 +102,7 @@ def pooled_section(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str
     table = pooled_rows(results, cell_keys)
     if not table[1]:
         return []
-    return ["## Pooled over items", pooled_text(results), markdown_table(table)]
+    return ["## Pooled over items", md(pooled_text(results)), markdown_table(table)]
 
 
 def report_markdown(
@@ -117,7 +120,7 @@ def report_markdown(
     ``top``: paragraphs after the introduction (each engine's worst input condition)."""
     ordered = layout.reference_first(results)
     parts = [
-        f"# nsbench report: {dataset}",
+        f"# nsbench report: {md(dataset)}",
         "Cell means. SI-SDR is computed without mean removal (torchmetrics zero_mean=False); "
         "si_sdr_zm in the JSON is the zero-mean convention. RTF is CPU time (process and "
         "children) over audio duration, resampling included, model loading excluded; "
@@ -128,7 +131,7 @@ def report_markdown(
         "## Checks: alignment and degenerate output",
         "\n".join(line for result in ordered for line in checks_lines(result)),
         "## Against the baselines",
-        baselines_text(ordered),
+        md(baselines_text(ordered)),
         markdown_table(baseline_rows(ordered)) if any(r.get("comparisons") for r in ordered) else "No baseline ran.",
         "## Worst clips",
         markdown_table(worst_rows(ordered)),
@@ -142,13 +145,13 @@ def report_markdown(
     ]
     parts += ["## Engines", *(engine_line(r) for r in ordered)]
     if not_run:
-        parts += ["## Engines that did not run", *(f"- {name}: {why}" for name, why in not_run.items())]
+        parts += ["## Engines that did not run", *(f"- {md(name)}: {md(why)}" for name, why in not_run.items())]
     if dataset_attribution(results):
-        parts += ["## Audio sources", dataset_attribution(results)]
+        parts += ["## Audio sources", md(dataset_attribution(results))]
     return "\n\n".join(parts) + "\n"
 
 
 def dataset_attribution(results: Sequence[Mapping[str, Any]]) -> str:
-    """The credits a dataset asks for (its description's ``attribution``), or ""."""
+    """The credits a dataset asks for (its description's ``attribution``), or "". Plain text."""
     descriptions = (r.get("dataset_description") or {} for r in results)
     return next((d["attribution"] for d in descriptions if d.get("attribution")), "")

@@ -12,8 +12,10 @@ import importlib.util
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+from urllib.parse import quote
 
 from nsbench.report import layout
+from nsbench.report.format import link_text, md
 from nsbench.report.tables import headline_of
 
 SNR_KEY = "snr_db"  # the cell key plotted on the x axis when a dataset has it
@@ -52,7 +54,8 @@ def plot_caption(name: str) -> str:
 
 def plots_markdown(names: Sequence[str]) -> str:
     """report.md's plots: each caption is the heading of its own figure, just above it."""
-    figures = [f"### Figure {index}: {plot_caption(name)}\n\n![{plot_caption(name)}]({name})" for index, name in enumerate(names, 1)]
+    figures = [f"### Figure {index}: {md(plot_caption(name))}\n\n![{link_text(plot_caption(name))}]({quote(name)})"
+               for index, name in enumerate(names, 1)]
     return "## Plots\n\n" + "\n\n".join(figures)
 
 

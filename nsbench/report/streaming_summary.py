@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from nsbench.run.streaming import IDENTICAL, Blocks
+from nsbench.report.format import markdown_table, md
 from nsbench.report.tables import fmt_timing  # the RTF reads as the summary's (never 0.000)
 from nsbench.text import plural
 from nsbench.plugins.records import ClipRecord
@@ -98,11 +99,7 @@ def whole_text(summary: Mapping[str, Any]) -> str:
 
 def report_section(results: Sequence[Mapping[str, Any]], blocks: Blocks, jobs: int) -> str:
     """report.md's streaming table: the block times beside RTF."""
-    header, rows = report_rows(results)
-    lines = ["## Streaming: block by block", report_text(results, blocks, jobs),
-             "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-    lines += ["| " + " | ".join(str(cell).replace("|", "/") for cell in row) + " |" for row in rows]
-    return "\n\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:])
+    return "\n\n".join(["## Streaming: block by block", md(report_text(results, blocks, jobs)), markdown_table(report_rows(results))])
 
 
 def report_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:

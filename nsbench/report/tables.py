@@ -2,7 +2,8 @@
 
 Each table is a ``Table`` (header, rows) built from the results' payloads
 (nsbench.report.model); its columns and headline come from the specs
-(nsbench.report.layout).
+(nsbench.report.layout). Cells are plain text: markdown_table escapes them
+for report.md, report.html for itself (a link nsbench makes is ``Markdown``).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 from nsbench.report import layout
-from nsbench.report.format import Table, fmt, fmt_timing, fmt_value, interval, markdown_table  # noqa: F401 (fmt_timing: re-exported)
+from nsbench.report.format import Markdown, Table, fmt, fmt_timing, fmt_value, interval, markdown_table  # noqa: F401 (fmt_timing: re-exported)
 
 
 def table_columns(results: Sequence[Mapping[str, Any]], extra: Sequence[str]) -> list[tuple[str, str, int]]:
@@ -56,11 +57,12 @@ def pooled_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str]) 
         for row in result["cells"]:
             for name, stats in row["metrics"].items():
                 if "pooling" in stats and stats["n"]:
-                    over = stats["pooled_over"]
+                    over = stats.get("pooled_over", "items")
+                    items = stats.get(over, "?")  # the count's key is named by pooled_over
                     lines.append([
                         *(row["cell"].get(k, "") for k in cell_keys), result["engine"], name, fmt(stats["mean"], 2),
-                        fmt(stats["std"], 2), f"{stats[over]} {over}".removesuffix("s") if stats[over] == 1 else f"{stats[over]} {over}",
-                        fmt(stats["clip_mean"], 2), interval(stats["mean_ci95"], 2),
+                        fmt(stats.get("std", math.nan), 2), f"{items} {over}".removesuffix("s") if items == 1 else f"{items} {over}",
+                        fmt(stats.get("clip_mean", math.nan), 2), interval(stats.get("mean_ci95"), 2),
                     ])
     return header, lines
 
@@ -182,6 +184,6 @@ def worst_rows(results: Sequence[Mapping[str, Any]], link: bool = True) -> Table
             audio = pick.get("audio", "")
             rows.append([
                 result["engine"], str(rank), pick["run"], ", ".join(f"{k}={v}" for k, v in pick["labels"].items()),
-                pick["metric"], fmt(pick["value"], 2), (f"[listen]({quote(audio)})" if link else audio) if audio else "–",
+                pick["metric"], fmt(pick["value"], 2), (Markdown(f"[listen]({quote(audio)})") if link else audio) if audio else "–",
             ])
     return header, rows

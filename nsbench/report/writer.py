@@ -37,6 +37,7 @@ from nsbench.audio.files import write_audio
 from nsbench.run.config import RunConfig
 from nsbench.store import atomic
 from nsbench.report.baselines import compare_with_baselines, compared_metrics
+from nsbench.report.format import md
 from nsbench.report.markdown import report_markdown
 from nsbench.report.output_spill import OutputSpill
 from nsbench.report.model import file_stem
@@ -221,8 +222,8 @@ class ResultsWriter:
             if only_whole:
                 print(f"nsbench: {only_whole}", file=sys.stderr)
         top, by_condition = conditions_summary.report_parts(results) if self.conditions else ([], [])
-        top = [text for text in (coverage.earlier_text(self.coverage.earlier), coverage.cache_sentence(current),
-                                 no_reference.results_text(results)) if text] + list(top)
+        top = [text for text in (coverage.earlier_text(self.coverage.earlier), md(coverage.cache_sentence(current)),
+                                 md(no_reference.results_text(results))) if text] + list(top)
         sections = [text for text in (failures.failures_markdown(current), coverage.left_out_markdown(self.coverage.left_out))
                     if text] + sections
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
@@ -259,13 +260,14 @@ class ResultsWriter:
 
             sections.append(plots_markdown(plots))
         if self.stored is not None:
-            comparison = compare.compare_results(current, self.stored, self.tolerances)
+            clip_logs = {engine: table.path for engine, table in self.records.items() if table.path}
+            comparison = compare.compare_run(current, self.stored, self.tolerances, self.identity, clip_logs, self.dataset.cell_keys)
             write_json(self.folder / "comparison.json", {"compared_with": self.config.compare, **comparison})
             sections.append(compare.comparison_markdown(comparison, self.config.compare))
             regression = comparison
-            if comparison["regressions"]:
-                print(f"nsbench: {comparison['regressions']} values worse than {self.config.compare} beyond tolerance", file=sys.stderr)
-                code = compare.EXIT_REGRESSION
+            for line in compare.terminal_lines(comparison, self.config.compare):
+                print(f"nsbench: {line}", file=sys.stderr)
+            code = compare.exit_code(comparison)
         if grid is not None:
             self.html(results, plots, regression, grid, current)
         return sections, code
@@ -305,7 +307,7 @@ class ResultsWriter:
         table, text = None, ""
         if regression is not None:
             table = compare.comparison_rows(regression)
-            text = compare.comparison_summary(regression).replace("**", "")
+            text = compare.comparison_text(regression)
         write_atomically(self.folder / "report.html", html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
                    grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice]))
 

@@ -21,6 +21,7 @@ from nsbench.run.executors import executor_for
 from nsbench.run.plan import plan_run
 from nsbench.run.session import Run, Stopped
 from nsbench.report import failures
+from nsbench.report.format import md
 from nsbench.report.model import file_stem
 from nsbench.report.terminal import run_notes_lines, summary_text
 from nsbench.report.writer import ResultsWriter
@@ -94,7 +95,7 @@ def interruption_note(stop: Stopped | None) -> str:
     """report.md's paragraph, after its title, saying it is incomplete."""
     if stop is None:
         return ""
-    return f"**Interrupted by {stop.signal.name}: incomplete.** {stop.engine.name} ran {stop.done} of {stop.planned} clips."
+    return f"**Interrupted by {stop.signal.name}: incomplete.** {md(stop.engine.name)} ran {stop.done} of {stop.planned} clips."
 
 
 def print_interruption(stop: Stopped, run: Run, later: Sequence[EngineSpec]) -> None:

@@ -4,6 +4,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
+
+from nsbench.plugins.hookspecs import hookimpl
+from nsbench.plugins.specs import EngineSpec
+
 # A real plugin file (write it to a path, give the path to --plugin): the
 # "halving" engine (0.5 times the input; $ENGINE_SLEEP seconds a clip) and the
 # "energy" metric (the output's sum of squares). Each call appends a line
@@ -104,3 +109,29 @@ QUIETER_PLUGIN = textwrap.dedent(
         register(EngineSpec(name="quieter", factory=lambda options: Quieter(), description="0.7x", sample_rate=16000, delay=0))
     """
 )
+
+
+class ResidualEngine:
+    """An oracle leaving ``--residual`` of the noise (default 0.3): a larger
+    residual is a real regression of every quality metric (--compare's tests)."""
+
+    @hookimpl
+    def add_arguments(self, parser):
+        parser.add_argument("--residual", type=float, default=0.3)
+
+    @hookimpl
+    def register_engines(self, register):
+        class Residual:
+            sample_rate, delay = 16000, 0
+
+            def __init__(self, residual):
+                self.residual = residual
+
+            def process(self, audio, clean):
+                return (clean + self.residual * (audio - clean)).astype(np.float32)
+
+            def close(self):
+                pass
+
+        register(EngineSpec(name="residual", factory=lambda options: Residual(options["residual"]),
+                            description="test", sample_rate=16000, delay=0, oracle=True, default=False))

@@ -3,45 +3,16 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from nsbench.cli import main
-from nsbench.report.compare import EXIT_REGRESSION, compare_results, parse_tolerances
-from nsbench.plugins.hookspecs import hookimpl
-from nsbench.plugins.specs import EngineSpec
+from nsbench.report.compare import EXIT_REGRESSION, engine_rows, parse_tolerances, tallied
 from nsbench.plugins.errors import UserError
 
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import ResidualEngine, add_plugin_to_the_cli
 from tests.helpers.audio import make_folder_dataset
 
 METRICS = ["--metric", "si_sdri", "--metric", "stoi", "--metric", "music_attenuation_db", "--metric", "rtf_cpu"]
-
-
-class ResidualEngine:
-    """An oracle leaving ``--residual`` of the noise: a larger residual is a
-    real regression of every quality metric."""
-
-    @hookimpl
-    def add_arguments(self, parser):
-        parser.add_argument("--residual", type=float, default=0.3)
-
-    @hookimpl
-    def register_engines(self, register):
-        class Residual:
-            sample_rate, delay = 16000, 0
-
-            def __init__(self, residual):
-                self.residual = residual
-
-            def process(self, audio, clean):
-                return (clean + self.residual * (audio - clean)).astype(np.float32)
-
-            def close(self):
-                pass
-
-        register(EngineSpec(name="residual", factory=lambda options: Residual(options["residual"]),
-                            description="test", sample_rate=16000, delay=0, oracle=True, default=False))
 
 
 @pytest.fixture
@@ -80,15 +51,14 @@ def test_identical_run_passes_and_a_regression_exits_3(cli, tmp_path, capsys):
 
 
 def test_a_missing_cell_or_more_failures_is_a_regression():
-    def result(failures, cells):
-        definition = {"unit": "dB", "higher_is_better": True}
-        return {"engine": "e", "failures": failures, "metrics": {"m": {"mean": 1.0}}, "metric_definitions": {"m": definition},
+    def summary(failures, cells):
+        return {"failures": failures, "metrics": {"m": {"mean": 1.0}},
                 "cells": [{"cell": {"snr": c}, "metrics": {"m": {"mean": 1.0}}} for c in cells]}
 
-    comparison = compare_results([result(1, ["0"])], {"e": result(0, ["0", "5"])}, {})
-    assert {(row["cell"], row["metric"], row["status"]) for row in comparison["rows"] if row["status"] != "same"} == {
+    rows = engine_rows("e", {"m": {"unit": "dB", "higher_is_better": True}}, summary(1, ["0"]), summary(0, ["0", "5"]), {})
+    assert {(row["cell"], row["metric"], row["status"]) for row in rows if row["status"] != "same"} == {
         ("all clips", "failures", "worse"), ("snr=5", "m", "missing now")}
-    assert comparison["regressions"] == 2
+    assert tallied(rows, ["e"], [])["regressions"] == 2
 
 
 def test_bad_compare_arguments_are_one_line(cli, tmp_path, capsys):

@@ -1,0 +1,22 @@
+"""Running the CLI inside a test and reading what it wrote: its exit code and
+output, and a section of report.md."""
+from __future__ import annotations
+
+import contextlib
+import io
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """nsbench's exit code, stdout and stderr for ``argv``."""
+    from nsbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def section(report: str, title: str) -> str:
+    """The text of report.md's section ``## title`` (empty if there is none)."""
+    _, found, rest = report.partition(f"## {title}\n")
+    return rest.split("\n## ")[0] if found else ""
