@@ -277,5 +277,19 @@ def terminal_lines(comparison: Mapping[str, Any], path: str) -> list[str]:
              for reason, engines in by_reason(comparison).items()]
     lines += [f"--compare {path}: {name} left out: {reason}" for name, reason in comparison.get("left_out", {}).items()]
     if comparison["regressions"]:
-        lines.append(f"{comparison['regressions']} values worse than {path} beyond tolerance")
+        lines.append(f"{plural(comparison['regressions'], 'value')} worse than {path} beyond tolerance: {worse_text(comparison)}")
+    elif comparison["engines_compared"]:
+        lines.append(f"--compare {path}: no regression beyond tolerance ({plural(len(comparison['rows']), 'value')} "
+                     f"compared for {', '.join(comparison['engines_compared'])})")
     return lines
+
+
+def worse_text(comparison: Mapping[str, Any]) -> str:
+    """'speex si_sdri (3 values), stoi (1 value); rnnoise ...': which engine got worse on which metric."""
+    cells: dict[str, dict[str, int]] = {}
+    for row in comparison["rows"]:
+        if row["status"] in ("worse", "missing now"):
+            per_metric = cells.setdefault(row["engine"], {})
+            per_metric[row["metric"]] = per_metric.get(row["metric"], 0) + 1
+    return "; ".join(f"{engine} " + ", ".join(f"{metric} ({plural(count, 'value')})" for metric, count in metrics.items())
+                     for engine, metrics in cells.items())

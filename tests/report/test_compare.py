@@ -29,7 +29,10 @@ def cli(tmp_path, monkeypatch):
 
 def test_identical_run_passes_and_a_regression_exits_3(cli, tmp_path, capsys):
     assert cli("stored") == 0
+    capsys.readouterr()
     assert cli("same", "--compare", str(tmp_path / "stored")) == 0
+    # A comparison without regressions says so on the terminal too (issue 37).
+    assert "no regression beyond tolerance" in capsys.readouterr().err
     comparison = json.loads((tmp_path / "same" / "folder" / "comparison.json").read_text())
     assert comparison["regressions"] == 0 and comparison["engines_compared"] == ["passthrough", "residual"]
     assert {row["status"] for row in comparison["rows"]} == {"same"}
@@ -37,7 +40,9 @@ def test_identical_run_passes_and_a_regression_exits_3(cli, tmp_path, capsys):
     assert "No regression beyond tolerance." in (tmp_path / "same" / "folder" / "report.md").read_text()
 
     assert cli("worse", "--residual", "0.5", "--compare", str(tmp_path / "stored" / "folder")) == EXIT_REGRESSION
-    assert "values worse than" in capsys.readouterr().err
+    # The terminal names the engine and the metrics that got worse (issue 37), not a bare count.
+    assert "6 values worse than" in (err := capsys.readouterr().err)
+    assert "residual si_sdri (2 values), stoi (2 values), music_attenuation_db (2 values)" in " ".join(err.split())
     rows = json.loads((tmp_path / "worse" / "folder" / "comparison.json").read_text())["rows"]
     worse = {(row["engine"], row["cell"], row["metric"]) for row in rows if row["status"] == "worse"}
     # SI-SDRi and STOI fall; music attenuation (lower is better) rises: all three are regressions.
