@@ -102,15 +102,19 @@ def joined(out: np.ndarray, piece: np.ndarray, fade: int) -> np.ndarray:
 
 def shortfalls(targets: Mapping[str, np.ndarray]) -> list[str]:
     """One line for each target recording some clip could take too little speech from."""
-    found = []
-    for file, recording in targets.items():
-        least = demo.sparsest_speech_seconds(recording)
-        if least < demo.MIN_SPEECH_SECONDS:
-            found.append(
-                f"{file}: a clip could hold {least:.2f} s of speech from it (its sparsest "
-                f"{demo.shortest_voice_samples() / demo.SAMPLE_RATE:.1f} s), under the demo's {demo.MIN_SPEECH_SECONDS:g} s"
-            )
-    return found
+    return [line for file, recording in targets.items() if (line := shortfall(file, recording))]
+
+
+def shortfall(file: str, recording: np.ndarray) -> str:
+    """What is wrong with a target recording for the demo's rule; "" if nothing."""
+    longest, shortest = demo.longest_voice_samples(), demo.shortest_voice_samples()
+    if len(recording) < longest:
+        return f"{file}: {len(recording) / demo.SAMPLE_RATE:.2f} s long, shorter than a clip's voice ({longest / demo.SAMPLE_RATE:.2f} s)"
+    least = demo.sparsest_speech_seconds(recording)
+    if least >= demo.MIN_SPEECH_SECONDS:
+        return ""
+    return (f"{file}: a clip could take {least:.2f} s of speech from it (its sparsest {shortest / demo.SAMPLE_RATE:.1f} s), "
+            f"under the demo's {demo.MIN_SPEECH_SECONDS:g} s")
 
 
 def music_row(row: dict[str, str], audio: np.ndarray, rate: int, header: list[str]) -> list[str]:

@@ -274,6 +274,12 @@ def shortest_voice_samples() -> int:
     return int(CLIP_SECONDS * SAMPLE_RATE) - int(LEAD_IN_SECONDS[1] * SAMPLE_RATE)
 
 
+def longest_voice_samples() -> int:
+    """The longest stretch of a target recording a clip holds (after the shortest lead-in):
+    a target recording must be at least this long."""
+    return int(CLIP_SECONDS * SAMPLE_RATE) - int(LEAD_IN_SECONDS[0] * SAMPLE_RATE)
+
+
 def speech_chunks(voice: np.ndarray) -> tuple[np.ndarray, float]:
     """(one bool per chunk of a 16 kHz voice, True where Silero VAD takes it
     for speech; the chunk's seconds): MIN_SPEECH_SECONDS' measure. Imported
@@ -294,9 +300,9 @@ def speech_seconds(voice: np.ndarray) -> float:
 def sparsest_speech_seconds(recording: np.ndarray) -> float:
     """The least speech a clip can take from a target recording: the fewest
     speech chunks in any run of chunks as long as shortest_voice_samples(),
-    high-passed as ``voice`` mixes it. 0 for a recording too short for a
-    clip's voice (the mixer needs one after the shortest lead-in)."""
-    if len(recording) < int(CLIP_SECONDS * SAMPLE_RATE) - int(LEAD_IN_SECONDS[0] * SAMPLE_RATE):
+    high-passed as ``voice`` mixes it. 0 for a recording shorter than
+    longest_voice_samples(), which no clip can take."""
+    if len(recording) < longest_voice_samples():
         return 0.0
     chunks, chunk_seconds = speech_chunks(without_rumble(recording))
     window = int(shortest_voice_samples() / (chunk_seconds * SAMPLE_RATE))
