@@ -87,11 +87,19 @@ PERMITTED_LICENCES = frozenset({"CC-BY-4.0", "CC-BY-3.0", "CC-BY (version not st
 SPEECH_RMS_DBFS = -26.0
 MUSIC_ONLY_RMS_DBFS = -26.0
 # Target voices are high-passed here (4th-order Butterworth, run forwards and
-# backwards: no phase shift, so no lag). Reader 4014's recording carries a fifth
-# of its energy in a 16-23 Hz rumble; left in the reference, every engine that
-# removes it would lose SI-SDR for it. No voice has content this low.
+# backwards: no phase shift, so no lag). Reader 4014's recording (a target until
+# issue 37, babble since) carries a fifth of its energy in a 16-23 Hz rumble;
+# left in a reference, every engine that removes it would lose SI-SDR for it.
+# No voice has content this low.
 VOICE_HIGHPASS_HZ = 50.0
 LEAD_IN_SECONDS = (0.2, 0.6)  # silence before the voice: voice-silent segments exist
+# Every voiced clip holds at least this much speech, as Silero VAD counts it
+# (its 32 ms chunks at a speech probability of 0.5 or more, metrics/speech_gated.py).
+# A clip that is mostly its reader's pause scores an engine on silence: the
+# first row of the listening grid and RNNoise's worst cell were such a clip,
+# 0.1 s of voice in 4 s (issue 37). bench/make_demo_bundle.py refuses target
+# recordings with a window that holds less.
+MIN_SPEECH_SECONDS = 2.0
 FADE_SECONDS = 0.01  # at every cut through a recording, so cuts do not click
 CROSSFADE_SECONDS = 0.1  # music shorter than a clip is repeated with this crossfade
 BABBLE_TALKERS = (4, 6)  # inclusive
@@ -232,12 +240,18 @@ def window(rng: np.random.Generator, audio: np.ndarray, length: int, end: int | 
 def repeated(audio: np.ndarray, length: int) -> np.ndarray:
     """``audio`` repeated with an equal-power crossfade until it holds ``length`` samples."""
     overlap = int(CROSSFADE_SECONDS * SAMPLE_RATE)
-    angle = np.linspace(0.0, np.pi / 2, overlap, dtype=np.float32)
     out = audio.copy()
     while len(out) < length:
-        joint = out[-overlap:] * np.cos(angle) + audio[:overlap] * np.sin(angle)
-        out = np.concatenate([out[:-overlap], joint, audio[overlap:]])
+        out = crossfaded(out, audio, overlap)
     return out
+
+
+def crossfaded(first: np.ndarray, second: np.ndarray, overlap: int) -> np.ndarray:
+    """``first`` then ``second``, their ``overlap`` samples joined by an equal-power
+    crossfade (which keeps the level of two unrelated sounds)."""
+    angle = np.linspace(0.0, np.pi / 2, overlap, dtype=np.float32)
+    joint = first[len(first) - overlap :] * np.cos(angle) + second[:overlap] * np.sin(angle)
+    return np.concatenate([first[: len(first) - overlap], joint, second[overlap:]])
 
 
 def without_rumble(audio: np.ndarray) -> np.ndarray:
@@ -253,6 +267,46 @@ def voice(rng: np.random.Generator, utterance: np.ndarray, length: int) -> np.nd
     out = np.zeros(length, dtype=np.float32)
     out[lead:] = window(rng, without_rumble(utterance), length - lead)
     return set_rms(out, SPEECH_RMS_DBFS)
+
+
+def shortest_voice_samples() -> int:
+    """The shortest stretch of a target recording a clip holds: the clip after the longest lead-in."""
+    return int(CLIP_SECONDS * SAMPLE_RATE) - int(LEAD_IN_SECONDS[1] * SAMPLE_RATE)
+
+
+def longest_voice_samples() -> int:
+    """The longest stretch of a target recording a clip holds (after the shortest lead-in):
+    a target recording must be at least this long."""
+    return int(CLIP_SECONDS * SAMPLE_RATE) - int(LEAD_IN_SECONDS[0] * SAMPLE_RATE)
+
+
+def speech_chunks(voice: np.ndarray) -> tuple[np.ndarray, float]:
+    """(one bool per chunk of a 16 kHz voice, True where Silero VAD takes it
+    for speech; the chunk's seconds): MIN_SPEECH_SECONDS' measure. Imported
+    here, not at the top: the detector runs in onnxruntime, an extra, and only
+    the bundle's builder and the tests measure; mixing never does."""
+    from nsbench.builtin.metrics import speech_gated
+
+    chunks = speech_gated.speech_probabilities(voice) >= speech_gated.SPEECH_THRESHOLD
+    return chunks, speech_gated.CHUNK / speech_gated.VAD_RATE
+
+
+def speech_seconds(voice: np.ndarray) -> float:
+    """Seconds of speech in a 16 kHz voice (a clip's clean reference)."""
+    chunks, chunk_seconds = speech_chunks(voice)
+    return float(np.count_nonzero(chunks)) * chunk_seconds
+
+
+def sparsest_speech_seconds(recording: np.ndarray) -> float:
+    """The least speech a clip can take from a target recording: the fewest
+    speech chunks in any run of chunks as long as shortest_voice_samples(),
+    high-passed as ``voice`` mixes it. 0 for a recording shorter than
+    longest_voice_samples(), which no clip can take."""
+    if len(recording) < longest_voice_samples():
+        return 0.0
+    chunks, chunk_seconds = speech_chunks(without_rumble(recording))
+    window = int(shortest_voice_samples() / (chunk_seconds * SAMPLE_RATE))
+    return float(np.convolve(chunks, np.ones(window, dtype=int), "valid").min()) * chunk_seconds
 
 
 def noise_excerpt(rng: np.random.Generator, audio: np.ndarray, length: int) -> np.ndarray:

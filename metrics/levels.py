@@ -18,61 +18,14 @@ from typing import Callable
 
 import numpy as np
 
-from nsbench.adapters import BLOCK_SAMPLES, Features, spans
+# The gate (20 ms segments within 40 dB of the loudest) is the core's: the output
+# checks' voice_deleted uses it too (nsbench.audio.activity).
+from nsbench.adapters import SILENCE_BELOW_DB, Features, segment_length, segment_sums, voice_active_segments  # noqa: F401
 from nsbench import MetricInputs, MetricSpec, MetricUndefined, ReferenceAudio, hookimpl
 from nsbench import Column
 
-SEGMENT_SECONDS = 0.020
-# "More than 40 dB below the loudest segment" is voice-silent; exactly 40 dB is active.
-SILENCE_BELOW_DB = 40.0
 # Same floor and ceiling as SI-SDR: an exactly silent output reads -120, not -inf.
 CLAMP_DB = 120.0
-
-
-def segment_length(sample_rate: int) -> int:
-    """Samples in one 20 ms segment (320 at 16 kHz, 960 at 48 kHz, 882 at 44.1 kHz)."""
-    return max(1, int(round(SEGMENT_SECONDS * sample_rate)))
-
-
-def _segment_sums(x: np.ndarray, seg: int) -> np.ndarray:
-    """Sum of squares per segment, float64; the trailing partial segment is the last entry.
-
-    Squared in float64 a block of whole segments at a time (about a million
-    samples), so an hour needs a few MB; each segment's sum is the same
-    reduction as over the whole clip at once, so the values are unchanged.
-    """
-    samples = np.asarray(x).ravel()
-    block = max(1, BLOCK_SAMPLES // seg) * seg
-    sums = [
-        np.add.reduceat(np.square(np.asarray(samples[span], dtype=np.float64)), np.arange(0, span.stop - span.start, seg))
-        for span in spans(samples.size, block)
-    ]
-    return np.concatenate(sums) if sums else np.zeros(0)
-
-
-def voice_active_segments(clean: np.ndarray, sample_rate: int) -> np.ndarray:
-    """One bool per 20 ms segment of ``clean``: True where voice-active.
-
-    A segment is voice-silent when its mean power is more than 40 dB below the
-    loudest full 20 ms segment's mean power (nomus write-up). The trailing
-    partial segment (when the length is not a multiple of 20 ms) is kept as a
-    segment of its own, classified by its mean power so its shortness does not
-    make it look quiet; it is not a candidate for the loudest segment unless the
-    clip is shorter than 20 ms. An all-zero clean voice has no active segment.
-    """
-    seg = segment_length(sample_rate)
-    sums = _segment_sums(clean, seg)
-    n = np.asarray(clean).size
-    lengths = np.full(sums.size, seg, dtype=np.float64)
-    if sums.size and n % seg:
-        lengths[-1] = n % seg
-    powers = sums / lengths
-    full = n // seg
-    loudest = float(powers[:full].max()) if full else float(powers.max(initial=0.0))
-    if loudest == 0.0:
-        return np.zeros(sums.size, dtype=bool)
-    # In the linear domain, so "exactly 40 dB below" compares without log rounding.
-    return powers * 10.0 ** (SILENCE_BELOW_DB / 10.0) >= loudest
 
 
 def _check_lengths(*arrays: np.ndarray) -> None:
@@ -97,8 +50,8 @@ def clean_segments(audio: ReferenceAudio) -> Features:
     seg = segment_length(audio.sample_rate)
     return {
         "active": active,
-        "clean_energy": float(_segment_sums(audio.clean, seg)[active].sum()),
-        "input_energy": float(_segment_sums(audio.noisy, seg)[~active].sum()),
+        "clean_energy": float(segment_sums(audio.clean, seg)[active].sum()),
+        "input_energy": float(segment_sums(audio.noisy, seg)[~active].sum()),
     }
 
 
@@ -118,7 +71,7 @@ def voice_level_db(output: np.ndarray, clean: np.ndarray, sample_rate: int,
     active = reference["active"]
     if not active.any():
         raise MetricUndefined("the clean voice is silent: no voice-active segment")
-    out_energy = float(_segment_sums(output, segment_length(sample_rate))[active].sum())
+    out_energy = float(segment_sums(output, segment_length(sample_rate))[active].sum())
     return _clamped_db(out_energy, reference["clean_energy"])
 
 
@@ -143,7 +96,7 @@ def music_attenuation_db(output: np.ndarray, noisy: np.ndarray, clean: np.ndarra
     input_energy = reference["input_energy"]
     if input_energy == 0.0:
         raise MetricUndefined("the input is silent wherever the voice is: nothing to attenuate")
-    out_energy = float(_segment_sums(output, segment_length(sample_rate))[silent].sum())
+    out_energy = float(segment_sums(output, segment_length(sample_rate))[silent].sum())
     return _clamped_db(out_energy, input_energy)
 
 

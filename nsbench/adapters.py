@@ -69,6 +69,10 @@ EXPORTS: dict[str, tuple[str, str, str]] = {
     "arrays_equal": ("nsbench.audio.blocks", "arrays_equal", "two arrays equal sample for sample, compared block by block"),
     "centred_magnitudes": ("nsbench.audio.spectra", "centred_magnitudes", "STFT magnitudes as librosa's default stft (centred frames, periodic Hann), frames first, in numpy"),
     "Features": ("nsbench.store.reference", "Features", "the type of what a reference feature returns (MetricInputs.feature)"),
+    "voice_active_segments": ("nsbench.audio.activity", "voice_active_segments", "one bool per 20 ms segment of a clean voice: within 40 dB of its loudest (voice-active)"),
+    "segment_length": ("nsbench.audio.activity", "segment_length", "samples in one 20 ms segment at a rate"),
+    "segment_sums": ("nsbench.audio.activity", "segment_sums", "sum of x*y (or x squared) per segment, in float64 blocks"),
+    "SILENCE_BELOW_DB": ("nsbench.audio.activity", "SILENCE_BELOW_DB", "40: a segment this far below the loudest is voice-silent"),
     # Lag estimation (conditions, engines that measure their delay).
     "estimate_lag": ("nsbench.audio.alignment", "estimate_lag", "samples one signal lags another, by cross-correlation (None: no clear peak)"),
     "correlation_window": ("nsbench.audio.alignment", "correlation_window", "sum(out[n] ref[n - k]) for every lag k in -max_lag..max_lag (what estimate_lag peaks on)"),
@@ -116,6 +120,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily
     from nsbench.audio.alignment import DEFAULT_MAX_LAG_SECONDS, correlation_window, estimate_lag
+    from nsbench.audio.activity import SILENCE_BELOW_DB, segment_length, segment_sums, voice_active_segments
     from nsbench.audio.blocks import BLOCK_SAMPLES, arrays_equal, float64_blocks, spans
     from nsbench.audio.files import fit_length, load_noisy, load_pair, non_finite, read_audio, read_failure, resample
     from nsbench.audio.frames import (

@@ -1,6 +1,6 @@
 """Per-clip checks that a mean hides: the output's residual lag against the
 clean voice, and degenerate outputs (a collapsed model, silence, clipping,
-a voice turned down).
+a voice turned down or deleted).
 
 Each check is a cheap pure function of one clip's arrays or scores, run by
 the run loop beside the metrics (outside the timer); ``summary`` aggregates
@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nsbench.audio import blocks
+from nsbench.audio.activity import SILENCE_BELOW_DB, segment_length, segment_sums, voice_active_segments
 from nsbench.audio.alignment import DEFAULT_MAX_LAG_SECONDS, estimate_lag
 from nsbench.audio.blocks import arrays_equal
 from nsbench.audio.sdr import si_sdr
@@ -39,6 +40,14 @@ CLIPPED_SHARE = 0.001
 # A voice level drop beyond this (dB) while the gain (SI-SDRi) is positive:
 # the engine removed noise by turning the voice down too. --voice-drop-db.
 VOICE_DROP_DB = 1.0
+# What the output keeps of the clean voice, on the voice's active 20 ms segments
+# (voice_level_db's: within 40 dB of its loudest), more than this below the voice:
+# deleted. The same 40 dB below which the level metrics call a segment
+# voice-silent, so what is left would count as silence there. Measured as the
+# gain of the clean voice in the output (least squares), not as the output's
+# level, which counts the noise left: RNNoise's output on a demo clip whose
+# voice it removed read 18 dB below the voice, its voice 61 dB below.
+VOICE_DELETED_BELOW_DB = SILENCE_BELOW_DB
 
 
 def flag_descriptions(voice_drop_db: float = VOICE_DROP_DB) -> dict[str, str]:
@@ -60,6 +69,10 @@ FLAGS = {
     "clipped": f"more than {CLIPPED_SHARE:.1%} of output samples at |x| >= {CLIPPED_LEVEL}, and more than in the input",
     "nan_inf": "output holds NaN or Inf samples (the clip failed)",
     "voice_level_drop": voice_drop_text(VOICE_DROP_DB),
+    "voice_deleted": (
+        f"what the output keeps of the voice is more than {VOICE_DELETED_BELOW_DB:g} dB below the clean voice "
+        f"where it speaks (the clean voice's gain in the output): the voice was removed"
+    ),
 }
 NO_CORRELATION = "output silent or unrelated to the clean voice (normalised correlation below 0.1 within ±100 ms)"
 # The lag check has no form without the clean voice (against the input it
@@ -108,8 +121,8 @@ def speech_band(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     return np.fft.irfft(spectrum, len(audio)).astype(np.float32)
 
 
-def output_flags(output: np.ndarray, clip: Clip) -> list[str]:
-    """The array-based flags of one clip, in FLAGS order."""
+def output_flags(output: np.ndarray, clip: Clip, lag: int | None = None) -> list[str]:
+    """The array-based flags of one clip, in FLAGS order (``lag``: residual_lag's, which voice_deleted allows for)."""
     if clip.is_separation:
         return []
     if clip.clean is None:
@@ -122,12 +135,33 @@ def output_flags(output: np.ndarray, clip: Clip) -> list[str]:
             flags.append("identical_to_input")
         elif similarity >= BARELY_CHANGED_DB:
             flags.append("barely_changed")
-    if clip.has_voice and energy(output) < energy(clip.clean) * 10 ** (-SILENT_BELOW_VOICE_DB / 10):
+    silent = clip.has_voice and energy(output) < energy(clip.clean) * 10 ** (-SILENT_BELOW_VOICE_DB / 10)
+    if silent:
         flags.append("silent")
     clipped = clipped_samples(output)
     if clipped > CLIPPED_SHARE * output.size and clipped > clipped_samples(clip.noisy):
         flags.append("clipped")
+    if clip.has_voice and not silent and voice_kept_db(output, clip.clean, clip.sample_rate, lag or 0) < -VOICE_DELETED_BELOW_DB:
+        flags.append("voice_deleted")  # silent says more, where it holds
     return flags
+
+
+def voice_kept_db(output: np.ndarray, clean: np.ndarray, sample_rate: int, lag: int = 0) -> float:
+    """20 log10 |g|, g the least-squares gain of the clean voice in the output
+    over the voice's active segments (0 dB: all of it kept, at its level; the
+    sign does not matter, as for SI-SDR). ``lag``: samples the output lags
+    the clean voice by, taken back first. -inf where nothing of it is left."""
+    if lag > 0:
+        output, clean = output[lag:], clean[: len(clean) - lag]
+    elif lag < 0:
+        output, clean = output[: len(output) + lag], clean[-lag:]
+    seg = segment_length(sample_rate)
+    active = voice_active_segments(clean, sample_rate)
+    voice = float(segment_sums(clean, seg)[active].sum())
+    if voice <= 0:
+        return np.inf  # no voice to keep: nothing to judge
+    shared = abs(float(segment_sums(output, seg, clean)[active].sum()))
+    return 20 * np.log10(shared / voice) if shared > 0 else -np.inf
 
 
 def no_reference_flags(output: np.ndarray, clip: Clip) -> list[str]:

@@ -29,7 +29,7 @@ def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, re
     checked = values.get(run.identity.checks) if run.cache else None
     if checked is None:
         lag, unmeasured = checks.residual_lag(output, clip)
-        checked = {"residual_lag": lag, "lag_unmeasured": unmeasured, "flags": checks.output_flags(output, clip)}
+        checked = {"residual_lag": lag, "lag_unmeasured": unmeasured, "flags": checks.output_flags(output, clip, lag)}
         if run.cache:
             values[run.identity.checks] = checked
     record.residual_lag, record.lag_unmeasured = checked["residual_lag"], checked["lag_unmeasured"]

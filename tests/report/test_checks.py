@@ -66,6 +66,16 @@ class QuietVoice(NoiseLeft):
         return output * 10 ** (-6 / 20)  # everything 6 dB down: SI-SDR cannot see it
 
 
+class VoiceDeleted(NoiseLeft):
+    """Keeps the noise and removes the voice, with a faint hiss of its own (-50
+    dBFS), so that a clean-voice clip's output is not silent but voiceless."""
+
+    def process(self, audio, clean):
+        self.calls += 1
+        hiss = np.random.default_rng(self.calls).standard_normal(len(audio)) * 10 ** (-50 / 20)
+        return (0.3 * (audio - clean) + hiss).astype(np.float32)
+
+
 class NanOnce(NoiseLeft):
     def fault(self, output):
         if self.calls == 3:
@@ -74,10 +84,11 @@ class NanOnce(NoiseLeft):
         return output
 
 
-ENGINES = {"noise-left": NoiseLeft, "late": Late, "identity": Identity, "silent": Silent, "quiet-voice": QuietVoice, "nan-once": NanOnce}
+ENGINES = {"noise-left": NoiseLeft, "late": Late, "identity": Identity, "silent": Silent, "quiet-voice": QuietVoice,
+           "voice-deleted": VoiceDeleted, "nan-once": NanOnce}
 # engine -> the one flag it must raise (None: it must raise none)
 EXPECTED = {"noise-left": None, "late": None, "identity": "identical_to_input", "silent": "silent",
-            "quiet-voice": "voice_level_drop", "nan-once": "nan_inf", "passthrough": None}
+            "quiet-voice": "voice_level_drop", "voice-deleted": "voice_deleted", "nan-once": "nan_inf", "passthrough": None}
 
 
 class FaultyEngines:
@@ -118,16 +129,26 @@ def test_each_engine_raises_exactly_its_own_flag(faulty_run, engine):
     assert sorted(flags) == ([expected] if expected else [])
 
 
-def test_flags_name_the_clips(faulty_run):
+def test_flags_name_the_clips(faulty_run, demo_sources):
+    from nsbench.audio.sdr import si_sdr
+    from nsbench.run.checks import NOISY_INPUT_BELOW_DB
+
     noisy_input = [f"{n}_snr{s}_0" for n in ("stationary", "nonstationary", "babble", "music") for s in (-5, 0, 5, 10, 15, 20)]
     # The passthrough is the input on the noisy clips and the music-only one (not
     # on the clean-voice clip, where the input is the right answer): expected there.
-    assert sorted(faulty_run["identity"]["flags"]["identical_to_input"]["clips"]) == sorted(noisy_input + ["music-only_0"])
+    # Checked where the input's SI-SDR is under 20 dB: the 20 dB clips' is 20 +- 0.02, on either side by chance.
+    clips = {source.clip_id: source.load() for source in demo_sources[:CLIPS] if source.labels["snr_db"] == "20"}
+    checked = [clip_id for clip_id in noisy_input
+               if clip_id not in clips or si_sdr(clips[clip_id].noisy, clips[clip_id].clean) < NOISY_INPUT_BELOW_DB]
+    assert len(checked) >= NOISY_CELLS - 4
+    assert sorted(faulty_run["identity"]["flags"]["identical_to_input"]["clips"]) == sorted(checked + ["music-only_0"])
     assert faulty_run["passthrough"]["expected_flags"]["identical_to_input"]["clips"] == faulty_run["identity"]["flags"]["identical_to_input"]["clips"]
     # Silence is right on the music-only clip: flagged on the 25 clips with a voice.
     assert sorted(faulty_run["silent"]["flags"]["silent"]["clips"]) == sorted(noisy_input + ["clean-voice_0"])
     # The voice drop needs a positive gain: the clean-voice clip has none to read.
     assert sorted(faulty_run["quiet-voice"]["flags"]["voice_level_drop"]["clips"]) == sorted(noisy_input)
+    # A deleted voice needs no gain to read: every clip with a voice.
+    assert sorted(faulty_run["voice-deleted"]["flags"]["voice_deleted"]["clips"]) == sorted(noisy_input + ["clean-voice_0"])
     nan = faulty_run["nan-once"]
     assert nan["flags"]["nan_inf"]["clips"] == [nan["failed_clips"][0]["clip_id"]] and nan["failures"] == 1
 
@@ -135,6 +156,7 @@ def test_flags_name_the_clips(faulty_run):
 def test_alignment_says_sample_aligned_or_late_by_the_lag(faulty_run):
     for engine in ("noise-left", "identity", "quiet-voice", "nan-once", "passthrough"):
         assert faulty_run[engine]["alignment"]["text"] == "sample-aligned", engine
+    assert faulty_run["voice-deleted"]["alignment"]["text"] == f"alignment not measured, not measurable on {VOICED} clips"
     late = faulty_run["late"]["alignment"]
     assert late["text"] == f"late by {LAG} samples on {VOICED} clips"  # every clip with a voice
     assert late["constant_lag"] == {"samples": LAG, "sample_rate": 16000, "clips": VOICED}
@@ -210,3 +232,97 @@ def test_voice_drop_threshold_is_an_option(tmp_path, monkeypatch):
     assert flagged["flags"]["voice_level_drop"]["clips"]
     kept = run(tmp_path / "at7", monkeypatch, "quiet-voice", extra=("--voice-drop-db", "7"))["quiet-voice"]
     assert "voice_level_drop" not in kept["flags"]
+
+
+# ------------------------------------------------------------------ a deleted voice (issue 37)
+
+
+def test_voice_kept_is_the_clean_voices_gain_in_the_output_and_deleted_below_40_db():
+    """On a seeded 2 s noise 'voice' (its active segments: all of it), with
+    independent noise beside it: the gain is read within its chance
+    correlation, the sign does not matter, and -40 dB is the line."""
+    from nsbench.run import checks
+    from nsbench.plugins.records import Clip
+
+    rng = np.random.default_rng(1)
+    clean = (0.1 * rng.standard_normal(32000)).astype(np.float32)
+    noise = (0.1 * rng.standard_normal(32000)).astype(np.float32)
+    clip = Clip(clip_id="c", noisy=clean + noise, clean=clean, sample_rate=16000)
+    # Chance correlation of noise as loud as the voice: 1/sqrt(32000) of the voice, -45 dB; at -6 dB it moves 0.05 dB.
+    assert checks.voice_kept_db(0.5 * clean + noise, clean, 16000) == pytest.approx(-6.02, abs=0.1)
+    assert checks.voice_kept_db(-clean, clean, 16000) == pytest.approx(0.0, abs=1e-6)  # polarity flipped: all kept
+    assert checks.voice_kept_db(np.zeros_like(clean), clean, 16000) == -np.inf
+    for kept_db, deleted in ((-39.0, False), (-41.0, True)):
+        output = (10 ** (kept_db / 20) * clean + 1e-3 * noise[::-1]).astype(np.float32)  # a faint unrelated hiss
+        assert checks.voice_kept_db(output, clean, 16000) == pytest.approx(kept_db, abs=0.3)
+        assert ("voice_deleted" in checks.output_flags(output, clip)) == deleted, kept_db
+    # Silent says more: an output 60 dB down is silent, not voice_deleted.
+    assert checks.output_flags(1e-4 * clean, clip) == ["silent"]
+    assert checks.output_flags(noise, clip) == ["voice_deleted"]  # the noise kept, the voice gone
+
+
+def test_voice_deleted_allows_for_the_residual_lag():
+    """A noise 'voice' 10 ms late shares nothing with itself in time: read
+    without the lag it looks deleted, with the lag the check found, kept whole."""
+    from nsbench.run import checks
+    from nsbench.plugins.records import Clip
+
+    clean = (0.1 * np.random.default_rng(2).standard_normal(32000)).astype(np.float32)
+    late = np.concatenate([np.zeros(LAG, np.float32), clean[:-LAG]])
+    clip = Clip(clip_id="c", noisy=clean, clean=clean, sample_rate=16000)
+    assert checks.voice_kept_db(late, clean, 16000) < -40
+    assert checks.voice_kept_db(late, clean, 16000, LAG) == pytest.approx(0.0, abs=0.01)
+    assert checks.residual_lag(late, clip) == (LAG, "")
+    assert "voice_deleted" in checks.output_flags(late, clip)
+    assert "voice_deleted" not in checks.output_flags(late, clip, LAG)
+
+
+def test_voice_deleted_is_in_every_report(tmp_path, monkeypatch, capsys):
+    """The terminal's flags line, report.md and report.html name it, as the other flags."""
+    add_plugin_to_the_cli(monkeypatch, FaultyEngines())
+    argv = ["--engine", "voice-deleted", "--limit", "3", "--jobs", "1", "--results-folder", str(tmp_path), "--no-plots", *CHEAP_METRICS]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    flags = out.split("flags: ")[1].split("\nreport:")[0]
+    assert "passthrough" not in flags and "voice-deleted voice_deleted x3" in " ".join(flags.split())
+    report = (tmp_path / "demo" / "report.md").read_text()
+    assert "voice_deleted" in report.split("## Checks: alignment and degenerate output")[1]
+    html = (tmp_path / "demo" / "report.html").read_text()
+    assert '<span class="flag">voice_deleted</span> on 3 clips' in html
+
+
+@pytest.fixture(scope="module")
+def pre_rebuild_clips():
+    """babble_snr5_3 and babble_snr20_0 as the demo mixed them before issue 37
+    rebuilt it: from the shared demo pack, which the bundle then held byte for byte."""
+    from nsbench.builtin.datasets import demo
+    from nsbench.plugins.records import Clip, ClipSource
+    from tests.helpers.paths import SHARED_AUDIO
+
+    pack = SHARED_AUDIO / "demo-pack"
+    if not (pack / "MANIFEST.tsv").is_file():
+        pytest.skip(f"no shared demo pack at {pack}")
+    recordings = demo.read_recordings(pack)
+    entries = {entry["clip_id"]: entry for entry in demo.plan(demo.DEFAULT_SEED, recordings)}
+    sources = []
+    for clip_id in ("babble_snr5_3", "babble_snr20_0"):
+        made = demo.make_clip(entries[clip_id], recordings, pack)  # written as float32 WAV then
+        clip = Clip(clip_id=clip_id, noisy=made.noisy.astype(np.float32), clean=made.clean.astype(np.float32), sample_rate=16000)
+        sources.append(ClipSource(clip_id=clip_id, load=lambda clip=clip: clip, labels=made.labels))
+    return sources
+
+
+@pytest.mark.parametrize("engine", ["rnnoise", "passthrough", "oracle-irm", "oracle-ibm"])
+def test_on_the_demo_before_its_rebuild_rnnoises_two_deleted_voices_are_flagged(pre_rebuild_clips, engine):
+    """Issue 37's two clips: RNNoise's SI-SDRi -52.5 and -43.9 dB, neither
+    flagged by voice_level_drop; voice_deleted flags both, and never the
+    passthrough or an oracle."""
+    from tests.helpers.engine_checks import run_builtin
+
+    records = {outcome.record.clip_id: outcome.record for outcome in run_builtin(engine, pre_rebuild_clips)}
+    for clip_id, record in records.items():
+        assert ("voice_deleted" in record.flags) == (engine == "rnnoise"), (clip_id, record.flags)
+        assert "voice_level_drop" not in record.flags
+    if engine == "rnnoise":  # the issue's clips: RNNoise's SI-SDRi within 0.5 dB of what it reported
+        assert records["babble_snr5_3"].scores["si_sdri"] == pytest.approx(-52.5, abs=0.5)
+        assert records["babble_snr20_0"].scores["si_sdri"] == pytest.approx(-43.9, abs=0.5)
