@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from nsbench.report.model import RUN_FILE_STEMS
 from nsbench.store.digests import digest
 
 IDENTITY_KEY = "run_identity"
-# Files in the folder that are not an engine's result.
-NOT_ENGINE_FILES = ("comparison.json",)
+# Files in the folder that are not an engine's result: the run's own.
+NOT_ENGINE_FILES = tuple(f"{stem}.json" for stem in RUN_FILE_STEMS)
 
 
 def run_identity(dataset: str, description: Mapping[str, Any], clip_ids: Sequence[str], metrics: Mapping[str, str],
