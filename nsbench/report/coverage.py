@@ -22,13 +22,14 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.report import read_back
 from nsbench.report.format import md, plain
+from nsbench.report.model import RUN_FILE_STEMS
 from nsbench.store.digests import digest
 
 IDENTITY_KEY = "run_identity"
 # Files in the folder that are not an engine's result: the run's own (the
 # writer's, and the listening test's beside them), neither reported nor
 # listed as left out.
-NOT_ENGINE_FILES = ("comparison.json", "agreement.json", "listening-results.json", "listening-key.json")
+NOT_ENGINE_FILES = tuple(f"{stem}.json" for stem in RUN_FILE_STEMS)
 
 
 def run_identity(dataset: str, description: Mapping[str, Any], clip_ids: Sequence[str], metrics: Mapping[str, str],

@@ -14,6 +14,7 @@ most ``LISTEN_SECONDS``, and a small spectrogram PNG beside each.
 """
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ import soundfile
 from nsbench.report.highlights import cell_name
 from nsbench.report import layout
 from nsbench.report.model import file_stem
+from nsbench.store import atomic, folders
 from nsbench.plugins.errors import ClipError
 from nsbench.plugins.records import ClipRecord, ClipSource
 from nsbench.report.record_table import RecordTable, as_tables, first_rows, smallest
@@ -221,7 +223,7 @@ def reference_copies(folder: Path, row: GridRow, source: ClipSource | None, hear
         row.clean_audio = ""
     for audio, path in ((clip.noisy, row.input_audio), (clip.clean, row.clean_audio)):
         if audio is not None:
-            heard[path] = listening_copy(audio, clip.sample_rate, folder / path)
+            heard[path] = listening_copy(audio, clip.sample_rate, folders.inside(folder, path))
     return clip.sample_rate
 
 
@@ -242,7 +244,7 @@ def grid_output(
         return output, 0
     audio, rate = kept
     output.audio = f"{AUDIO_FOLDER}/{file_stem(engine)}/{record.run_id}.wav"
-    heard[output.audio] = listening_copy(audio, rate, folder / output.audio)
+    heard[output.audio] = listening_copy(audio, rate, folders.inside(folder, output.audio))
     return output, rate
 
 
@@ -260,9 +262,17 @@ def listening_copy(audio: np.ndarray, rate: int, path: Path) -> np.ndarray:
     """Writes the excerpt as 16-bit PCM, which every browser plays; beyond full
     scale is clipped (and flagged as clipped). Returns what was written."""
     heard = heard_excerpt(audio, rate)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    soundfile.write(str(path), heard.T, rate, subtype="PCM_16")
+    write_wav(path, heard, rate, "PCM_16")
     return heard
+
+
+def write_wav(path: Path, audio: np.ndarray, rate: int, subtype: str) -> None:
+    """(samples,) or (channels, samples) audio as a WAV file, put in place
+    whole (nsbench.store.atomic). Encoded in memory first: on a full disk
+    libsndfile says only "System error", the file system's write says why."""
+    encoded = io.BytesIO()
+    soundfile.write(encoded, np.asarray(audio).T, rate, format="WAV", subtype=subtype)
+    atomic.write_bytes(path, encoded.getbuffer())
 
 
 def read_excerpt(path: Path) -> tuple[np.ndarray, int] | None:

@@ -12,18 +12,51 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
+from nsbench.plugins.errors import UserError
 from nsbench.plugins.specs import MetricSpec
 from nsbench.report import layout, schema
+from nsbench.store import folders
 
 # The keys of a listening pick that point at audio files.
 AUDIO_KEYS = ("audio", "input_audio", "clean_audio")
 
 
+# The stems of the files and folders a run writes itself under results/<dataset>/,
+# and of those the open issues add (a ranking, the listeners' agreement, the
+# paper's table): no engine's file takes one (check_file_names). A file the
+# run adds there takes its stem from this list.
+RUN_FILE_STEMS = ("report", "comparison", "agreement", "listening-key", "listening-results", "listening-test", "audio",
+                  "ranking", "human-agreement", "paper-table")
+
+
 def file_stem(engine: str) -> str:
-    """A file name for an engine name such as ``command:tool --in {input}``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", engine).strip("_") or "engine"
+    """A file name for an engine name such as ``command:tool --in {input}``:
+    never hidden, never "." or "..", never starting with "_" (the listening
+    grid's own folders do)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", engine).lstrip("._").rstrip("_") or "engine"
+
+
+def check_file_names(dataset: str, engines: Sequence[str], clip_ids: Iterable[str]) -> None:
+    """Before anything runs: every name that becomes a path (each engine's
+    files, each clip's audio) stays inside the run's folders, and each engine
+    has files of its own, apart from the run's. (The dataset's name, the
+    results folder's, is an identifier: nsbench.plugins.registry.)"""
+    owners: dict[str, str] = {}
+    for engine in engines:
+        stem = file_stem(engine)
+        key = stem.casefold()  # a case-insensitive file system holds one of Report.json and report.json
+        if key in RUN_FILE_STEMS:
+            raise UserError(f"engine {engine!r} would write {stem}.json, a name the run keeps for its own files; give it another name")
+        if key in owners:
+            raise UserError(f"engines {owners[key]!r} and {engine!r} would both write {stem}.json and {stem}.clips.jsonl: "
+                            "give one of them another name")
+        owners[key] = engine
+    for clip_id in clip_ids:
+        reason = folders.unsafe_name(clip_id)
+        if reason:
+            raise UserError(f"clip id {clip_id!r} of dataset {dataset!r} cannot name its output file: {reason}")
 
 
 def metric_legend(metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:

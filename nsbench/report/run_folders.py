@@ -14,6 +14,8 @@ copied results folder keeps the link working.
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,11 +33,18 @@ def run_folder(results_root: Path, dataset: str, identity: Mapping[str, Any]) ->
     return results_root / folder_name(dataset, identity)
 
 
+def is_ours(target: str, dataset: str) -> bool:
+    """A link nsbench made: to a sibling named as folder_name names them."""
+    return re.fullmatch(rf"{re.escape(dataset)}-[0-9a-f]{{{DIGEST_CHARS}}}", target) is not None
+
+
 def point_latest(results_root: Path, dataset: str, folder: Path) -> str:
     """Make ``results_root/<dataset>`` link to ``folder``; a note where it
     cannot, since nsbench never replaces a folder or file it did not make
     (an older nsbench's results folder stays as it is)."""
     link = results_root / dataset
+    if link.is_symlink() and not is_ours(os.readlink(link), dataset):
+        return f"{link} links {os.readlink(link)}, not a run's folder, and stays as it is; this run is in {folder}/"
     if link.exists() and not link.is_symlink():
         return f"{link}/ holds an earlier nsbench's results and stays as it is; this run is in {folder}/"
     atomic.symlink(link, folder.name)  # relative, so a copied results folder keeps it working

@@ -6,6 +6,10 @@ as it comes, so an interrupt keeps every clip done), its ``<engine>.json``
 ``comparison.json`` and the regression gate, the plots, ``report.html`` and
 its listening grid, and ``report.md``; and each output in
 ``--output-folder``. The run loop hands it records; it decides where they go.
+Before the first clip (``held``) it checks every name that becomes a path,
+claims the output folder and holds the results folder for this run alone
+(nsbench.store.folders); a write that fails there for want of space or
+permission stops the run in one line, with what was written whole.
 
 Listening grid: the clips worth hearing are known only once every engine has
 run, and the run loop yields each output once. So every output is written as
@@ -18,24 +22,26 @@ memory; the temporary files hold at most clips x engines x 30 s of 16-bit audio.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import html
 import json
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, run_folders, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
+from nsbench.report.provenance import redacted
 
 from nsbench.run import checks, no_reference, streaming
-from nsbench.audio.files import write_audio
 from nsbench.run.config import RunConfig
-from nsbench.store import atomic
+from nsbench.store import atomic, folders
 from nsbench.report.baselines import compare_with_baselines, compared_metrics
 from nsbench.report.format import md
 from nsbench.report.markdown import report_markdown
@@ -58,9 +64,10 @@ def write_json(path: Path, payload: Any) -> None:
 
 
 class ClipLog:
-    """``<engine>.clips.jsonl``, one line per clip, flushed as each arrives so
+    """``<engine>.clips.jsonl``, one line per clip, written as each arrives so
     an interrupted run keeps every clip already scored (appended, so not
-    through write_atomically)."""
+    through write_atomically). Each line is there whole or not at all: one
+    that a full disk cuts short is cut off again, and the run stops in one line."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -68,17 +75,30 @@ class ClipLog:
 
     def add(self, record: ClipRecord) -> int:
         """Writes the record's line; returns where it starts (RecordTable rereads it from there)."""
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("w")
-        offset = self._file.tell()
-        self._file.write(json.dumps(record.to_json()) + "\n")
-        self._file.flush()
+        line = (json.dumps(record.to_json()) + "\n").encode()
+        with folders.stop_on_failure(self.path.parent, "the results folder", "the clip lines written before are whole"):
+            if self._file is None:
+                self._file = open_log(self.path)
+            offset = self._file.tell()
+            try:
+                written = 0
+                while written < len(line):  # unbuffered: a write may take only part of it
+                    written += self._file.write(line[written:])
+            except OSError as error:
+                self._file.truncate(offset)
+                self._file.seek(offset)
+                raise OSError(error.errno, error.strerror, str(self.path)) from None
         return offset
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+
+
+def open_log(path: Path) -> BinaryIO:
+    """A .clips.jsonl, emptied, unbuffered: each line goes to the file system as one write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("wb", buffering=0)
 
 
 
@@ -98,15 +118,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-html", action="store_true", help="do not write report.html and its audio")
 
 
+def written_before_markers(folder: Path) -> bool:
+    """An unmarked results folder that an nsbench run wrote before folders had
+    markers: it holds a .clips.jsonl, a name nothing else gives a file."""
+    return any(folder.glob("*.clips.jsonl"))
+
+
 class SourceLookup:
     """``get(clip_id)`` over the run's sources, without a dict of every clip:
     the listening grid asks for ten or so."""
 
     def __init__(self, sources: Sequence[ClipSource]):
-        self._sources = sources
+        self.all = sources
 
     def get(self, clip_id: str, default: ClipSource | None = None) -> ClipSource | None:
-        return next((source for source in self._sources if source.clip_id == clip_id), default)
+        return next((source for source in self.all if source.clip_id == clip_id), default)
 
 
 class ResultsWriter:
@@ -131,9 +157,23 @@ class ResultsWriter:
         self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
         self.spill = OutputSpill() if config.html and not config.output_folder else None
 
-    def start(self) -> None:
-        """This run's folder made, and ``results/<dataset>`` pointing at it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+    # --------------------------------------------------------------- before the first clip
+
+    @contextlib.contextmanager
+    def held(self, engines: Sequence[str]) -> Iterator[None]:
+        """The run's names checked (nsbench.report.model.check_file_names), the
+        output folder claimed and the results folder held for this run alone
+        (nsbench.store.folders) until the block ends: all before the first clip."""
+        model.check_file_names(self.dataset.name, engines, (source.clip_id for source in self.sources.all))
+        command = " ".join(shlex.quote(arg) for arg in ["benchmark.py", *redacted(list(self.config.argv))])
+        with folders.held(self.folder, "the results folder", command, adopt=written_before_markers):
+            self.point_latest()
+            if self.config.output_folder:  # after: it may be a folder in the results folder
+                folders.claim(Path(self.config.output_folder), "the output folder")
+            yield
+
+    def point_latest(self) -> None:
+        """``results/<dataset>`` made to link this run's folder (nsbench.report.run_folders)."""
         note = run_folders.point_latest(self.config.results_folder, self.dataset.name, self.folder)
         if note:
             print(f"nsbench: {note}", file=sys.stderr)
@@ -158,14 +198,20 @@ class ResultsWriter:
     def keep_output(self, engine: str, run: str, audio: np.ndarray, rate: int) -> None:
         """Each output as it comes: whole and float in --output-folder, else a 16-bit excerpt for the grid."""
         if self.config.output_folder:
-            write_audio(Path(self.config.output_folder) / file_stem(engine) / f"{run}.wav", audio, rate)
+            with folders.stop_on_failure(Path(self.config.output_folder), "the output folder"):
+                listening_grid.write_wav(self.output_path(engine, run), audio, rate, "FLOAT")
         elif self.spill:
-            self.spill.keep(engine, run, audio, rate)
+            with folders.stop_on_failure(self.spill.folder, "the temporary folder of report.html's audio"):
+                self.spill.keep(engine, run, audio, rate)
 
     def kept_output(self, engine: str, run: str) -> tuple[np.ndarray, int] | None:
         if self.config.output_folder:
-            return listening_grid.read_excerpt(Path(self.config.output_folder) / file_stem(engine) / f"{run}.wav")
+            return listening_grid.read_excerpt(self.output_path(engine, run))
         return self.spill.read(engine, run) if self.spill else None
+
+    def output_path(self, engine: str, run: str) -> Path:
+        """An output's file in --output-folder: ``<engine>/<run>.wav``, refused if the run id would leave it."""
+        return folders.inside(Path(self.config.output_folder) / file_stem(engine), f"{run}.wav")
 
     def engine_done(self, result: dict[str, Any], records: RecordTable) -> None:
         """Keeps the records (as columns) for the comparisons and the grid; without report.html,
@@ -173,10 +219,10 @@ class ResultsWriter:
         records.trim()
         self.records[result["engine"]] = records
         if not self.config.html and self.config.output_folder:
-            outputs = Path(self.config.output_folder) / file_stem(result["engine"])
             for pick in model.listening_picks(result):
-                if (outputs / f"{pick['run']}.wav").is_file():
-                    model.link_audio(pick, audio=os.path.relpath(outputs / f"{pick['run']}.wav", self.folder))
+                output = self.output_path(result["engine"], pick["run"])
+                if output.is_file():
+                    model.link_audio(pick, audio=os.path.relpath(output, self.folder))
 
     def listening(self, results: list[dict[str, Any]]) -> listening_grid.Grid:
         """The grid's audio and spectrograms; the worst and typical clips it holds get their paths in the JSON."""
@@ -204,7 +250,12 @@ class ResultsWriter:
         """Every engine's JSON (once, with its comparisons and its grid
         audio), the plots, the regression gate, report.html and report.md
         (``interruption``: a paragraph saying it is incomplete). Returns
-        report.md's text and the exit code."""
+        report.md's text and the exit code. A full disk stops it in one line
+        (each file is written whole or not at all)."""
+        with folders.stop_on_failure(self.folder, "the results folder"):
+            return self.write_every_file(results, not_run, interruption)
+
+    def write_every_file(self, results: list[dict[str, Any]], not_run: Mapping[str, str], interruption: str) -> tuple[str, int]:
         self.folder.mkdir(parents=True, exist_ok=True)  # made by the first clip's line: an interrupt may come before it
         grid = self.listening(results) if self.config.html else None
         self.add_comparisons(results)

@@ -26,6 +26,7 @@ from nsbench.report.model import file_stem
 from nsbench.report.terminal import run_notes_lines, summary_text
 from nsbench.report.writer import ResultsWriter
 from nsbench.model_files import ModelFileMismatch
+from nsbench.store.folders import FolderRefused
 from nsbench.plugins.registry import Registry
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.specs import EngineSpec
@@ -36,8 +37,8 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     plan = plan_run(config, registry)
     writer = ResultsWriter(config, plan.dataset, plan.sources, plan.reported, plan.baselines, conditions=plan.conditions,
                            identity=plan.shared["run_identity"])
-    writer.start()
-    with executor_for(config.executor, config.jobs, config.scheduler, list(plan.engines)) as executor:
+    with writer.held([engine.name for engine in plan.engines]), \
+            executor_for(config.executor, config.jobs, config.scheduler, list(plan.engines)) as executor:
         return run_engines(Run(plan, writer, executor))
 
 
@@ -50,7 +51,7 @@ def run_engines(run: Run) -> int:
             later = engines[index + 1 :]
             try:
                 result, stop = run_one(run, engine, later[0] if later else None, first=not results)
-            except (ModelFileMismatch, ClusterCannotGoOn):  # not one engine's trouble: stop, exit 2
+            except (ModelFileMismatch, ClusterCannotGoOn, FolderRefused):  # not one engine's trouble: stop, exit 2
                 raise
             except UserError as error:
                 print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)

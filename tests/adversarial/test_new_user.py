@@ -143,3 +143,10 @@ def test_n11_the_plugin_skeleton_says_its_tests_need_pytest(tmp_path, capsys):
     assert main(["new-plugin", "my-engine", "--folder", str(tmp_path)]) == 0
     readme = (tmp_path / "nsbench-my-engine" / "README.md").read_text()
     assert "pip install pytest" in readme and "pytest" in capsys.readouterr().out
+
+
+def test_n05_a_link_the_user_made_is_left_as_it_is(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "demo").symlink_to(tmp_path / "elsewhere")
+    note = run_folders.point_latest(tmp_path, "demo", tmp_path / "demo-12345678")
+    assert "stays as it is" in note and os.readlink(tmp_path / "demo") == str(tmp_path / "elsewhere")

@@ -12,6 +12,7 @@ from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.report import layout
 from nsbench.report.format import fmt_value
+from nsbench.store.folders import MARKER
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise, write_wav
 from tests.helpers.paths import REPO_ROOT
@@ -27,9 +28,9 @@ ENGINE_KEYS = {
 STATS_KEYS = {"n", "mean", "median", "mad", "p5", "p95", "mean_ci95", "median_ci95"}
 # A pooled metric's figures (FUSS SI-SNR: over scored pairs) add these.
 POOLED_STATS_KEYS = STATS_KEYS | {"std", "pairs", "clip_mean", "pooled_over", "pooling"}
-# Beside the JSON and report.md: report.html, its audio, and the plots.
+# Beside the JSON and report.md: report.html, its audio, the plots, and the folder's marker and lock.
 REPORT_FILES = [
-    "audio", "gain_per_cell.png", "report.html", "report.md", "rtf.png", "snr_music_attenuation_db.png",
+    MARKER, "audio", "gain_per_cell.png", "report.html", "report.md", "rtf.png", "snr_music_attenuation_db.png",
     "snr_si_sdr.png", "snr_si_sdri.png", "snr_stoi.png", "snr_voice_level_db.png",
 ]
 PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc", "jobs"}
