@@ -41,11 +41,11 @@ def is_ours(target: str, dataset: str) -> bool:
 def point_latest(results_root: Path, dataset: str, folder: Path) -> str:
     """Make ``results_root/<dataset>`` link to ``folder``; a note where it
     cannot, since nsbench never replaces a folder or file it did not make
-    (an older nsbench's results folder stays as it is)."""
+    (an older nsbench's results folder, or the user's own, stays as it is)."""
     link = results_root / dataset
     if link.is_symlink() and not is_ours(os.readlink(link), dataset):
         return f"{link} links {os.readlink(link)}, not a run's folder, and stays as it is; this run is in {folder}/"
     if link.exists() and not link.is_symlink():
-        return f"{link}/ holds an earlier nsbench's results and stays as it is; this run is in {folder}/"
+        return f"{link}/ is a folder, not nsbench's link to the latest run, and stays as it is; this run is in {folder}/"
     atomic.symlink(link, folder.name)  # relative, so a copied results folder keeps it working
     return ""

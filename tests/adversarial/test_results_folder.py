@@ -12,6 +12,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import resource
 import signal
 import subprocess
@@ -85,6 +86,14 @@ def run(monkeypatch, capsys, plugin: HostilePlugin, *flags: str) -> tuple[int, l
     return code, capsys.readouterr().err.strip().splitlines()
 
 
+def run_folder(monkeypatch, capsys, tmp_path: Path, plugin: HostilePlugin, *flags: str) -> str:
+    """The name of the folder a run of ``plugin`` writes in under the results
+    folder (nsbench.report.run_folders): one run elsewhere, and its link read."""
+    scratch = tmp_path / "scratch-results"
+    assert run(monkeypatch, capsys, plugin, "--results-folder", str(scratch), *flags)[0] == 0
+    return os.readlink(scratch / plugin.dataset)
+
+
 def files_under(folder: Path) -> set[str]:
     return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
 
@@ -128,8 +137,9 @@ def test_f02_an_engine_name_never_names_a_folder_outside(monkeypatch, capsys, tm
     add_plugin_to_the_cli(monkeypatch, HostilePlugin(engines=()))
     code = main(["--dataset", "hostile", "--engine", command, "--command-name", name, *QUICK, "--results-folder", str(results),
                  "--output-folder", str(outputs), "--no-html"])
-    assert (code, capsys.readouterr().err.strip().splitlines()) == (0, [f"nsbench: results in {results / 'hostile'}/"])
-    outside = {name for name in files_under(tmp_path) if not name.startswith(("run/results/hostile/", "run/outputs/"))}
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code == 0 and line.startswith(f"nsbench: results in {results / 'hostile'}-")
+    outside = {name for name in files_under(tmp_path) if not name.startswith(("run/results/hostile-", "run/outputs/"))}
     assert outside == set()
     assert f"{file_stem(name)}/c0.wav" in files_under(outputs)
 
@@ -160,15 +170,22 @@ def test_f04_output_folder_set_to_the_data_folder_is_refused_and_the_data_kept(m
 
 def test_f04_a_results_folder_of_someone_elses_files_is_not_emptied(monkeypatch, capsys, tmp_path):
     """F-04: results/<dataset>/audio/ is removed as an earlier run's listening
-    grid; in a folder nsbench did not write, it is the user's own."""
-    folder = tmp_path / "mine" / "hostile"
-    (folder / "audio").mkdir(parents=True)
-    (folder / "audio" / "take1.wav").write_bytes(b"RIFF mine")
-    (folder / "report.md").write_text("my notes")
+    grid; in a folder nsbench did not write, it is the user's own. Both the
+    run's own folder and results/<dataset> (the link to the latest) may be one."""
+    name = run_folder(monkeypatch, capsys, tmp_path, HostilePlugin())
+    for folder in (tmp_path / "mine" / name, tmp_path / "mine" / "hostile"):
+        (folder / "audio").mkdir(parents=True)
+        (folder / "audio" / "take1.wav").write_bytes(b"RIFF mine")
+        (folder / "report.md").write_text("my notes")
     code, err = run(monkeypatch, capsys, HostilePlugin(), "--results-folder", str(tmp_path / "mine"))
+    folder = tmp_path / "mine" / name
     assert code == 2 and err == [f"nsbench: error: the results folder {folder} holds files nsbench did not write (it has no "
                                  f"{MARKER} marker): give a new or empty folder, or move those files away"]
-    assert files_under(folder) == {"audio/take1.wav", "report.md"} and (folder / "report.md").read_text() == "my notes"
+    for folder in (tmp_path / "mine" / name, tmp_path / "mine" / "hostile"):
+        assert files_under(folder) == {"audio/take1.wav", "report.md"} and (folder / "report.md").read_text() == "my notes"
+    shutil.rmtree(tmp_path / "mine" / name)  # the run's own folder free, the user's results/hostile stays
+    code, err = run(monkeypatch, capsys, HostilePlugin(), "--results-folder", str(tmp_path / "mine"))
+    assert code == 0 and "stays as it is" in err[0] and (tmp_path / "mine" / "hostile" / "report.md").read_text() == "my notes"
 
 
 def test_f04_folders_nsbench_wrote_are_written_again(monkeypatch, capsys, tmp_path):
@@ -250,7 +267,7 @@ def test_f06_a_second_run_on_a_held_results_folder_refuses_naming_the_first(monk
     """F-06: two runs 3 s apart on one results folder both crashed with
     JSONDecodeError and lost clips. The first run is this test holding the
     folder's lock (deterministic: no two runs racing)."""
-    folder = tmp_path / "hostile"
+    folder = tmp_path / run_folder(monkeypatch, capsys, tmp_path, HostilePlugin())
     with folders.held(folder, "the results folder", "benchmark.py --engine speex"):
         started = json.loads((folder / MARKER).read_text())["started"]
         code, err = run(monkeypatch, capsys, HostilePlugin(), "--results-folder", str(tmp_path))
@@ -263,7 +280,7 @@ def test_f06_a_second_run_on_a_held_results_folder_refuses_naming_the_first(monk
 def test_f06_the_lock_of_a_killed_run_is_taken_over(monkeypatch, capsys, tmp_path):
     """F-06: a run killed with SIGKILL leaves its marker naming it; the kernel
     released its lock, so the next run takes the folder and names itself."""
-    folder = tmp_path / "hostile"
+    folder = tmp_path / run_folder(monkeypatch, capsys, tmp_path, HostilePlugin())
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom nsbench.store import folders\n"
          f"with folders.held(__import__('pathlib').Path({str(folder)!r}), 'the results folder', 'killed run'):\n"
@@ -285,9 +302,10 @@ def test_f06_the_lock_of_a_killed_run_is_taken_over(monkeypatch, capsys, tmp_pat
 def test_f08_a_results_folder_that_cannot_be_made_is_one_line_before_any_clip(monkeypatch, capsys, tmp_path):
     """F-08: a results folder nsbench cannot write (here a file stands where
     its parent folder should) was a traceback at the first clip's line."""
+    name = run_folder(monkeypatch, capsys, tmp_path, HostilePlugin())
     (tmp_path / "taken").write_text("a file")
     code, err = run(monkeypatch, capsys, HostilePlugin(), "--results-folder", str(tmp_path / "taken"))
-    assert (code, err) == (2, [f"nsbench: error: cannot write in the results folder {tmp_path / 'taken' / 'hostile'}: "
+    assert (code, err) == (2, [f"nsbench: error: cannot write in the results folder {tmp_path / 'taken' / name}: "
                                "Not a directory"])
 
 
@@ -295,7 +313,7 @@ def test_f08_a_read_only_results_folder_is_one_line_before_any_clip(monkeypatch,
     """F-08: a read-only results folder. The EROFS is injected at the check's
     trial write: a read-only mount needs privileges to make, and as root
     (these tests' usual user) chmod does not stop a write."""
-    folder = tmp_path / "hostile"
+    folder = tmp_path / run_folder(monkeypatch, capsys, tmp_path, HostilePlugin())
     calls = []
 
     def read_only(where):
@@ -313,7 +331,7 @@ def test_f08_a_read_only_results_folder_is_one_line_before_any_clip(monkeypatch,
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes in a folder whatever its mode")
 def test_f08_a_results_folder_without_write_permission(monkeypatch, capsys, tmp_path):
     """F-08, for real where the tests do not run as root."""
-    folder = tmp_path / "hostile"
+    folder = tmp_path / run_folder(monkeypatch, capsys, tmp_path, HostilePlugin())
     folder.mkdir()
     (folder / MARKER).touch()
     folder.chmod(0o555)
@@ -354,10 +372,11 @@ def test_f08_a_disk_full_mid_run_stops_in_one_line_with_every_line_whole(monkeyp
         file = opened(path, mode, *args, **kwargs)
         return FillsUpOnThirdLine(file) if path.name.endswith(".clips.jsonl") and "w" in mode else file
 
+    folder = tmp_path / run_folder(monkeypatch, capsys, tmp_path, HostilePlugin())
     monkeypatch.setattr(Path, "open", open_on_a_full_disk)
-    log = tmp_path / "hostile" / "passthrough.clips.jsonl"
+    log = folder / "passthrough.clips.jsonl"
     code, err = run(monkeypatch, capsys, HostilePlugin(), "--results-folder", str(tmp_path))
-    assert (code, err) == (2, [f"nsbench: error: cannot write in the results folder {tmp_path / 'hostile'}: {log}: "
+    assert (code, err) == (2, [f"nsbench: error: cannot write in the results folder {folder}: {log}: "
                                "No space left on device; the clip lines written before are whole"])
     lines = log.read_bytes().split(b"\n")
     assert lines[-1] == b"" and [json.loads(line)["clip_id"] for line in lines[:-1]] == ["c0", "c1"]

@@ -55,18 +55,18 @@ def test_a_later_run_reports_the_earlier_engines_and_says_what_it_leaves_out(tmp
     # speex.json itself is left as its run wrote it.
     assert "from_earlier_run" not in json.loads((folder / "speex.json").read_text())
 
-    # Other clips, other metrics: the earlier files are listed with the reason, and are in no table.
+    # Other clips, other metrics: each run identity has a folder of its own
+    # (nsbench.report.run_folders), so no report replaces another's.
+    four = folder.resolve()
     code, out, _ = clips(3, "--engine", "noisereduce")
     assert code == 0
-    report = (folder / "report.md").read_text()
-    assert table_engines(report) == ["passthrough", "noisereduce"]
-    assert "- `speex.json`: other clips (4; this run has 3)" in section(report, "Not in this report")
-    assert "not in the report: speex.json, other clips (4; this run has 3)" in out
-    assert 'id="not-in-report"' in (folder / "report.html").read_text()
+    three = folder.resolve()
+    assert three != four and "Not in this report" not in (three / "report.md").read_text()
+    assert table_engines((three / "report.md").read_text()) == ["passthrough", "noisereduce"]
+    assert table_engines((four / "report.md").read_text()) == ["passthrough", "noisereduce", "speex"]
     assert clips(3, "--engine", "speex", "--metric", "si_sdr")[0] == 0
-    report = (folder / "report.md").read_text()
-    assert "- `noisereduce.json`: other metrics (" in section(report, "Not in this report")
-    assert table_engines(report) == ["passthrough", "speex"]
+    assert table_engines((folder / "report.md").read_text()) == ["passthrough", "speex"]
+    assert folder.resolve() not in (three, four) and table_engines((three / "report.md").read_text()) == ["passthrough", "noisereduce"]
 
 
 def test_a_file_from_before_run_identities_is_listed_not_reported(tmp_path, monkeypatch):
