@@ -150,3 +150,15 @@ def test_n05_a_link_the_user_made_is_left_as_it_is(tmp_path):
     (tmp_path / "demo").symlink_to(tmp_path / "elsewhere")
     note = run_folders.point_latest(tmp_path, "demo", tmp_path / "demo-12345678")
     assert "stays as it is" in note and os.readlink(tmp_path / "demo") == str(tmp_path / "elsewhere")
+
+
+def test_n15_a_missing_package_is_one_line_naming_the_install(tmp_path):
+    """``python benchmark.py`` where the requirements are not installed (here
+    the interpreter without its site-packages, ``-S``) was a traceback, exit 1."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-S", str(REPO_ROOT / "benchmark.py"), "--list", "engines"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert " has no " in line and "pip install -r requirements.txt" in line and ". .venv/bin/activate" in line
