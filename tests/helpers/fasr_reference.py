@@ -23,7 +23,7 @@ DEMO_AUDIO = Path(__file__).resolve().parents[2] / "datasets" / "demo_audio"
 RATE = 16000
 LENGTH = 3 * RATE
 CASES = (  # (voice, noise, SNR in dB)
-    ("speech/ls446_M_123501-0000.flac", "noise/engine_boat_hum.flac", 0),
+    ("speech/ls196_M_122150-0000.flac", "noise/engine_boat_hum.flac", 0),
     ("speech/ls4680_F_16026-0000.flac", "noise/cafe_restaurant_ambience.flac", 5),
     ("speech/ls2136_M_5140-0000.flac", "babble/ls4340_F_15220-0000.flac", 5),  # a talker behind the voice
 )
