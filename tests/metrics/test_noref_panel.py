@@ -315,11 +315,13 @@ def test_a_clip_without_pauses_is_undefined_with_the_reason():
 # where the gated form takes it out. Attenuation: passthrough exactly 0 at
 # every SNR (both are output over input); speex 0.51-0.89; gtcrn 3.50-6.02:
 # the detector's pauses hold quiet speech the clean voice's 40 dB rule calls
-# active, and an engine's residual there reads as noise left.
+# active, and an engine's residual there reads as noise left. On the demo
+# rebuilt so every clip speaks for 2 s (issue 37: the readings' pauses cut to
+# 0.5 s), gtcrn's 0 dB cell reads 6.10, so its bound has the same margin as -5 dB's.
 AGREEMENT_ENGINES = ("passthrough", "speex", "gtcrn")
 AGREEMENT_BOUNDS_DB = {
     "vad_voice_level_db - voice_level_db": {"-5": 6.0, "0": 3.5, "5": 1.5, "10": 0.75},
-    "vad_attenuation_db - music_attenuation_db": {"-5": 9.0, "0": 6.0, "5": 6.0, "10": 6.5},
+    "vad_attenuation_db - music_attenuation_db": {"-5": 9.0, "0": 7.5, "5": 6.0, "10": 6.5},
 }
 # Per-clip Pearson correlation over the three engines' clips (measured 0.56 and
 # 0.95; 0.54 and 0.92 with five engines), and the clips per SNR and engine where both forms

@@ -277,7 +277,7 @@ def test_core_installs_beside_another_numpy_and_runs_a_plugin(tmp_path, wheel):
                               capture_output=True, text=True, check=True).stdout.splitlines()
     assert versions[0] == OTHER_NUMPY
     assert "matplotlib" not in versions[1] and "onnxruntime" not in versions[1]  # no extras came along
-    [folder] = (work / "results").iterdir()
+    folder = work / "results" / "folder"  # the link to the run's own folder (nsbench.report.run_folders)
     result = json.loads((folder / "spectral-subtraction.json").read_text())
     assert result["clips"] == 3 and result["failures"] == 0
     assert math.isfinite(result["metrics"]["si_sdri"]["mean"]) and result["metrics"]["si_sdri"]["mean"] > 0

@@ -36,7 +36,7 @@ def test_stdout_is_the_summary_and_nothing_more_and_draws_nothing_without_html(t
             "--no-plots", "--no-cache", "--results-folder", str(results), *METRICS]
     run = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
-    folder = results / "folder"
+    folder = (results / "folder").resolve()  # the run's own folder, which results/folder links
     stored = stored_results(folder)
     lines = run.stdout.splitlines()
     assert run.stdout == summary_text("folder", stored, [folder / "report.md"]) + "\n"
