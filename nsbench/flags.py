@@ -17,7 +17,7 @@ from nsbench.listing import LIST_CHOICES
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.report.writer import add_arguments as add_report_arguments
-from nsbench.run import streaming
+from nsbench.run import clip_timeout, streaming
 from nsbench.store import eviction
 
 
@@ -102,6 +102,10 @@ def build_parser(manager, parser_class: type[argparse.ArgumentParser] | None = N
         "--jobs", type=int, default=usable_cores(),
         help=f"worker processes for the clips (default: the {usable_cores()} usable cores; 1 runs serially, e.g. for a GPU model)",
     )
+    parser.add_argument("--clip-timeout", type=seconds_argument, default=clip_timeout.DEFAULT_SECONDS, metavar="SECONDS",
+                        help=f"seconds a clip may take (or {clip_timeout.LENGTH_FACTOR:g} times its length if longer) before "
+                             f"its worker process is killed and the clip fails (default {clip_timeout.DEFAULT_SECONDS:g}); "
+                             "with --jobs 1 the clips then run in one worker process; 0: no bound, and --jobs 1 runs here")
     parser.add_argument("--executor", choices=("local", "dask"), default="local",
                         help="local: --jobs worker processes here; dask: tasks on a Dask cluster (--scheduler, "
                              "or a local cluster of --jobs workers)")
@@ -141,6 +145,16 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
         return os.cpu_count() or 1
+
+
+def seconds_argument(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds (0 or more), got {text!r}")
+    return seconds
 
 
 def parse_seeds(text: str) -> list[int]:

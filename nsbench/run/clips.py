@@ -20,15 +20,16 @@ import numpy as np
 import psutil
 from threadpoolctl import ThreadpoolController
 
-from nsbench.run import streaming
+from nsbench.run import clip_timeout, streaming
 from nsbench.run.engine_run import (
-    ENGINE_FAULTS,
     MIN_CLIP_SECONDS,
     EngineHolder,
     EngineRun,
     NeedsEngine,
     NonFiniteOutput,
     Outcome,
+    engine_faults,
+    fault_text,
 )
 from nsbench.run.scoring import score_and_check, scores_complete
 from nsbench.audio.files import fit_length, level_problem, non_finite, resample
@@ -41,9 +42,15 @@ from nsbench.plugins.specs import EngineSpec
 
 
 def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcome:
+    with holder.kept_cwd():  # an engine's os.chdir must not move the paths of the next clips
+        return clip_outcome(holder, source, run)
+
+
+def clip_outcome(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcome:
     record = run.record_for(source)
     try:
         clip = source.load()
+        clip_timeout.loaded(clip.duration)  # a long clip's bound is longer
         check_clip(clip)
         record.notes.extend(clip.notes)
         record.duration = clip.duration
@@ -164,7 +171,7 @@ def produce_streamed(
 def open_stream(holder: EngineHolder, ready: ReadyEngine) -> streaming.Stream | None:
     try:
         return streaming.open_stream(ready[0], holder.spec.oracle)
-    except ENGINE_FAULTS as error:
+    except engine_faults() as error:
         holder.discard()
         raise ClipError(f"engine could not open its stream: {fault_text(error)}") from error
 
@@ -177,7 +184,7 @@ def run_streamed(
     try:
         output, cpu, wall, stats = streaming.run_stream(stream, clip.noisy, clip.sample_rate, rate, delay, block_size,
                                                         lambda: cpu_seconds(engine))
-    except ENGINE_FAULTS as error:
+    except engine_faults() as error:
         holder.discard()
         if isinstance(error, ClipError):
             raise
@@ -218,13 +225,13 @@ def ready_engine(holder: EngineHolder, clip: Clip, lag_compensation: float = 0.0
         engine = holder.get()
     except NeedsEngine:
         raise
-    except ENGINE_FAULTS as error:
+    except engine_faults() as error:
         raise ClipError(f"engine could not be rebuilt: {fault_text(error)}") from error
     try:
         # Per-clip set-up that is not processing (a fresh model state) stays
         # outside the timer, like model loading.
         getattr(engine, "prepare", lambda: None)()
-    except ENGINE_FAULTS as error:
+    except engine_faults() as error:
         holder.discard()
         raise ClipError(f"engine could not prepare: {fault_text(error)}") from error
     # An engine whose rate is None works at any rate: it gets the clip's own.
@@ -241,7 +248,7 @@ def run_whole(holder: EngineHolder, clip: Clip, engine: Engine, rate: int, delay
     try:
         # Zeros appended so the delayed output still holds the clip's last samples.
         raw = engine.process(padded(engine_input, delay), **reference)
-    except ENGINE_FAULTS as error:
+    except engine_faults() as error:
         holder.discard()
         if isinstance(error, ClipError):  # the adapter already said what went wrong
             raise
@@ -274,12 +281,6 @@ def check_length(clip: Clip) -> None:
             f"the clip is {length} sample{'' if length == 1 else 's'} long at {clip.sample_rate} Hz; "
             f"nsbench needs at least {1000 * MIN_CLIP_SECONDS:g} ms ({shortest} samples) to run an engine on it"
         )
-
-
-def fault_text(error: BaseException) -> str:
-    if isinstance(error, SystemExit):
-        return f"SystemExit: the engine called sys.exit({error.code!r})"
-    return f"{type(error).__name__}: {error}"
 
 
 def padded(audio: np.ndarray, count: int) -> np.ndarray:

@@ -30,6 +30,7 @@ class RunConfig:
     results_folder: Path
     output_folder: str | None
     jobs: int
+    clip_timeout: float  # --clip-timeout, seconds (nsbench.run.clip_timeout); 0: no bound
     executor: str
     scheduler: str | None
     seeds: tuple[int, ...]  # --seeds; empty: seeded engines run once, unseeded
@@ -62,6 +63,7 @@ class RunConfig:
         return cls(
             dataset=args.dataset, data_folder=args.data_folder, engines=tuple(args.engine), metrics=tuple(args.metric),
             limit=args.limit, conditions=tuple(args.condition), results_folder=Path(args.results_folder), output_folder=args.output_folder, jobs=args.jobs,
+            clip_timeout=args.clip_timeout,
             executor=args.executor, scheduler=args.scheduler, seeds=tuple(args.seeds or ()), quiet=args.quiet, verbose=args.verbose,
             use_cache=not args.no_cache, rerun=args.rerun, align_constant_lag=args.align_constant_lag,
             compare=args.compare, compare_tolerance=tuple(args.compare_tolerance), voice_drop_db=args.voice_drop_db,

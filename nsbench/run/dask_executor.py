@@ -85,6 +85,7 @@ class DaskExecutor:
     """The clips as tasks on a connected Dask client (nsbench.run.runner.Executor)."""
 
     client: Any
+    parallel = True
 
     def run(self, run: EngineRun, sources: Sequence[ClipSource], holder: EngineHolder) -> Iterator[Outcome]:
         if not sources_pickle(sources, holder.notes):

@@ -8,12 +8,15 @@ one clip, and the executors ship them to their workers.
 """
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from nsbench.run import checks, streaming
+from nsbench.run.interrupts import not_from_a_signal
 from nsbench.store.cache import Cache
 from nsbench.store.keys import Identity
 from nsbench.plugins.engine import Engine
@@ -24,6 +27,20 @@ from nsbench.plugins.specs import EngineSpec, MetricSpec
 # A user's model may end with sys.exit() on an error, as scripts do: that fails
 # its clip like an exception, rather than ending the whole run.
 ENGINE_FAULTS = (Exception, SystemExit)
+
+
+def engine_faults() -> tuple[type[BaseException], ...]:
+    """ENGINE_FAULTS, and KeyboardInterrupt where no signal raises it: an
+    engine that raises it fails its clip; only a real signal stops the run."""
+    return ENGINE_FAULTS + not_from_a_signal()
+
+
+def fault_text(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"SystemExit: the engine called sys.exit({error.code!r})"
+    return f"{type(error).__name__}: {error}"
+
+
 # Clips shorter than one 20 ms level segment (two 10 ms engine frames) give
 # engines and metrics nothing to work on; resampling may even leave an engine
 # no sample at all. They fail with this reason rather than score.
@@ -96,7 +113,8 @@ class EngineHolder:
         if self._engine is None:
             if not self.may_build:
                 raise NeedsEngine()
-            engine = self.spec.factory(self.options)
+            with self.kept_cwd():
+                engine = self.spec.factory(self.options)
             if engine is None or not hasattr(engine, "process"):
                 raise UserError(f"engine '{self.spec.name}': its factory returned {engine!r}")
             self.spec.declare_on(engine)
@@ -109,11 +127,36 @@ class EngineHolder:
         return self.notes + [note for note in live if note not in self.notes]
 
     def discard(self) -> None:
+        """Closes the engine. A close() that raises is noted; the run goes on."""
         engine, self._engine = self._engine, None
         if engine is not None:
             # What the engine found out about itself (an estimated delay) outlives it.
             for note in getattr(engine, "notes", []):
-                if note not in self.notes:
-                    self.notes.append(note)
-            engine.close()
+                self.note(note)
+            try:
+                with self.kept_cwd():
+                    engine.close()
+            except engine_faults() as error:
+                self.note(f"its close() raised {fault_text(error)}")
+
+    def note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
+
+    @contextmanager
+    def kept_cwd(self) -> Iterator[None]:
+        """The harness's working directory, back after an engine's call that
+        changed it (os.chdir): the run's relative paths (the results and data
+        folders) must keep pointing where the user meant."""
+        before = os.getcwd()
+        try:
+            yield
+        finally:
+            try:
+                moved = os.getcwd() != before
+            except OSError:  # it removed the folder it moved to
+                moved = True
+            if moved:
+                os.chdir(before)
+                self.note("it changed the working directory (os.chdir); nsbench changed it back after each call")
 

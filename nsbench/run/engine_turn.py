@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsbench.run.engine_run import ENGINE_FAULTS, LAG_COMPENSATION, EngineHolder, EngineRun
-from nsbench.run.interrupts import Interrupted, as_interrupted, deferred
+from nsbench.run.engine_run import LAG_COMPENSATION, EngineHolder, EngineRun, engine_faults
+from nsbench.run.interrupts import Interrupted, as_interrupted, deferred, held
 from nsbench.run.plan import RunPlan
 from nsbench.run.progress import engine_progress, say
 from nsbench.run.runner import run_engine
@@ -40,10 +40,11 @@ class Turn:
     notes: list[str] = field(default_factory=list)
 
 
-def run_one(run: Run, engine: EngineSpec, next_engine: EngineSpec | None, first: bool) -> tuple[dict[str, Any] | None, Stopped | None]:
+def run_one(run: Run, engine: EngineSpec, next_engine: EngineSpec | None, results: list[dict[str, Any]]) -> Stopped | None:
     """One engine: its clips (logged as they come), a second pass for a
-    constant lag if asked, its summary. An interrupt keeps the clips done,
-    summarised and marked; UserError (the engine cannot start) goes up."""
+    constant lag if asked, its summary, added to ``results``. An interrupt
+    keeps the clips done, summarised and marked; one as the summary is made
+    is raised once it is in ``results``. UserError (the engine cannot start) goes up."""
     turn = Turn(engine, next_engine, run.writer.new_table(engine.name))
     compensation, stop = None, None
     try:
@@ -53,12 +54,14 @@ def run_one(run: Run, engine: EngineSpec, next_engine: EngineSpec | None, first:
         # Every clip done is already in the .clips.jsonl (and the cache).
         stop = Stopped(as_interrupted(error), engine, len(turn.table), run.plan.planned_runs(engine))
         if not len(turn.table):
-            return None, stop
-    if first:  # input notes are the same for every engine: say them once
-        print_clip_notes(turn.table)
-    result = summarise_engine(run.plan, turn, compensation, stop)
-    run.writer.engine_done(result, turn.table)
-    return result, stop
+            return stop
+    with held():
+        if not results:  # input notes are the same for every engine: say them once
+            print_clip_notes(turn.table)
+        result = summarise_engine(run.plan, turn, compensation, stop)
+        run.writer.engine_done(result, turn.table)
+        results.append(result)
+    return stop
 
 
 def run_and_log(run: Run, turn: Turn, options: dict[str, Any], table: RecordTable, lag_compensation: float = 0.0) -> None:
@@ -113,7 +116,8 @@ def build_next_engine(run: Run, engine: EngineSpec | None) -> None:
     is then never built). A build that fails is dropped: the engine's own turn
     builds it again and reports why, as without this."""
     plan = run.plan
-    if run.executor is None or len(plan.sources) < 2 or engine is None:  # clips run here
+    # Clips run here, or in one worker (--jobs 1): one model at a time, one core.
+    if run.executor is None or not run.executor.parallel or len(plan.sources) < 2 or engine is None:
         return
     if engine.name in run.state.built_ahead:
         return
@@ -123,7 +127,7 @@ def build_next_engine(run: Run, engine: EngineSpec | None) -> None:
         if plan.cache and plan.cache.knows(plan.cache_identity(engine, options).engine):
             return
         holder.get()
-    except ENGINE_FAULTS:
+    except engine_faults():
         holder.discard()
         return
     run.state.built_ahead[engine.name] = holder

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from nsbench.run.config import RunConfig
 from nsbench.run.dask_executor import ClusterCannotGoOn
 from nsbench.run.engine_turn import run_one
 from nsbench.run.executors import executor_for
+from nsbench.run.interrupts import Interrupted, as_interrupted, held
 from nsbench.run.plan import plan_run
 from nsbench.run.session import Run, Stopped
 from nsbench.report import failures
@@ -38,45 +40,79 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     writer = ResultsWriter(config, plan.dataset, plan.sources, plan.reported, plan.baselines, conditions=plan.conditions,
                            identity=plan.shared["run_identity"])
     with writer.held([engine.name for engine in plan.engines]), \
-            executor_for(config.executor, config.jobs, config.scheduler, list(plan.engines)) as executor:
+            executor_for(config.executor, config.jobs, config.scheduler, list(plan.engines), config.clip_timeout) as executor:
         return run_engines(Run(plan, writer, executor))
 
 
+@dataclass
+class Turns:
+    """What the engines' turns gave so far: each finished engine's result,
+    the engines that did not run (with why), and an interrupt."""
+
+    results: list[dict[str, Any]] = field(default_factory=list)
+    not_run: dict[str, str] = field(default_factory=dict)
+    stop: Stopped | None = None
+
+
 def run_engines(run: Run) -> int:
-    """Each engine in turn; then the writer writes every file."""
+    """Each engine in turn; then the writer writes every file. An interrupt
+    anywhere in between (between two turns, as an engine's summary is kept)
+    keeps every engine finished: the files are written for them."""
+    turns = Turns()
+    try:
+        run_turns(run, turns)
+    except (Interrupted, KeyboardInterrupt) as error:
+        pending = waiting(run, turns)
+        turns.stop = Stopped(as_interrupted(error), pending[0] if pending else None, 0,
+                             run.plan.planned_runs(pending[0]) if pending else 0)
+    return finish(run, turns)
+
+
+def run_turns(run: Run, turns: Turns) -> None:
     engines = run.plan.engines
-    results, not_run, stop, later = [], {}, None, ()
     try:
         for index, engine in enumerate(engines):
-            later = engines[index + 1 :]
             try:
-                result, stop = run_one(run, engine, later[0] if later else None, first=not results)
+                turns.stop = run_one(run, engine, engines[index + 1] if index + 1 < len(engines) else None, turns.results)
             except (ModelFileMismatch, ClusterCannotGoOn, FolderRefused):  # not one engine's trouble: stop, exit 2
                 raise
             except UserError as error:
                 print(f"nsbench: {engine.name} skipped: {error}", file=sys.stderr)
-                not_run[engine.name] = str(error)
+                turns.not_run[engine.name] = str(error)
                 continue
-            results += [result] if result else []
-            if stop:
-                not_run.update((spec.name, f"not run: interrupted by {stop.signal.name}") for spec in later)
-                break
+            if turns.stop:
+                return
     finally:
-        run.state.discard_built()  # built ahead for an engine that did not run
-    return finish(run, results, not_run, stop, later)
+        with held():
+            run.state.discard_built()  # built ahead for an engine that did not run
 
 
-def finish(run: Run, results: list[dict[str, Any]], not_run: dict[str, str], stop: Stopped | None,
-           later: Sequence[EngineSpec]) -> int:
+def waiting(run: Run, turns: Turns) -> list[EngineSpec]:
+    """The engines that neither finished, nor were skipped, in order."""
+    finished = {result["engine"] for result in turns.results} | set(turns.not_run)
+    return [engine for engine in run.plan.engines if engine.name not in finished]
+
+
+def finish(run: Run, turns: Turns) -> int:
     """Every file written; then, after an interrupt, how to get the rest (and
-    the interrupt raised again), else the summary. The exit code."""
-    report, exit_code = run.writer.finish(results, not_run, interruption_note(stop))
-    exit_code = failures.exit_code(results, not_run, run.plan.config.engines, exit_code)
+    the interrupt raised again), else the summary. The exit code. An
+    interrupt while the files are written waits until they are whole."""
+    stop = turns.stop
+    later = [engine for engine in waiting(run, turns) if stop is None or engine is not stop.engine]
+    if stop:
+        turns.not_run.update((spec.name, f"not run: interrupted by {stop.signal.name}") for spec in later)
+    report, exit_code = "", 0
+    try:
+        with held():
+            report, exit_code = run.writer.finish(turns.results, turns.not_run, interruption_note(stop))
+    except Interrupted as error:  # every engine had run; the files are whole
+        stop = Stopped(error, None, 0, 0)
+    exit_code = failures.exit_code(turns.results, turns.not_run, run.plan.config.engines, exit_code)
     if stop:
         print_interruption(stop, run, later)
         stop.signal.reported = True
         raise stop.signal
-    print_summary(run, results, not_run, report)
+    print_summary(run, turns.results, turns.not_run, report)
     return exit_code
 
 
@@ -94,13 +130,17 @@ def print_summary(run: Run, results: list[dict[str, Any]], not_run: dict[str, st
 
 def interruption_note(stop: Stopped | None) -> str:
     """report.md's paragraph, after its title, saying it is incomplete."""
-    if stop is None:
+    if stop is None or stop.engine is None:
         return ""
     return f"**Interrupted by {stop.signal.name}: incomplete.** {md(stop.engine.name)} ran {stop.done} of {stop.planned} clips."
 
 
 def print_interruption(stop: Stopped, run: Run, later: Sequence[EngineSpec]) -> None:
     """Where the results are, and how to get the rest."""
+    if stop.engine is None:
+        print(f"nsbench: interrupted by {stop.signal.name} after every engine had run; "
+              f"results in {run.writer.folder}/, whole", file=sys.stderr)
+        return
     engine, stem = stop.engine, file_stem(stop.engine.name)
     lines = [f"interrupted by {stop.signal.name} during {engine.name}, after {stop.done} of {stop.planned} clips"]
     if stop.done:

@@ -13,7 +13,7 @@ import pickle
 from typing import Callable, Iterator, Protocol, Sequence
 
 from nsbench.run.clips import needs_beyond_cache, run_clip
-from nsbench.run.engine_run import ENGINE_FAULTS, EngineHolder, EngineRun, NeedsEngine, NeedsScores, Outcome
+from nsbench.run.engine_run import EngineHolder, EngineRun, NeedsEngine, NeedsScores, Outcome, engine_faults
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.records import ClipSource
 
@@ -29,6 +29,11 @@ class Executor(Protocol):
     measured what it measures): in-process it may use it; a strategy whose
     workers build their own engines discards it first, and adds what the
     workers noted to ``holder.notes``."""
+
+    # Clips run side by side in several workers: clips whose output is cached
+    # but not every score go to them too, and the parent builds the next
+    # engine meanwhile. False for one worker (--jobs 1 with --clip-timeout).
+    parallel: bool
 
     def run(self, run: EngineRun, sources: Sequence[ClipSource], holder: EngineHolder) -> Iterator[Outcome]: ...
 
@@ -67,8 +72,8 @@ def run_engine(
     used, or closed if every clip comes from the cache."""
     if run.identity is None and run.cache is not None:  # nothing to key it with: no cache
         run = dataclasses.replace(run, cache=None)
-    # With an executor, cached outputs that a new metric must score go to its workers too.
-    served = dataclasses.replace(run, stored_only=True) if executor is not None else run
+    # With workers side by side, cached outputs that a new metric must score go to them too.
+    served = dataclasses.replace(run, stored_only=True) if executor is not None and executor.parallel else run
     complete, engine_needed = complete_in_cache(served, sources)
     missing = [source for source, whole in zip(sources, complete) if not whole]
     if not missing:
@@ -89,7 +94,7 @@ def run_engine(
                 holder.get()
         except UserError:
             raise
-        except ENGINE_FAULTS as error:
+        except engine_faults() as error:
             raise UserError(f"engine '{run.spec.name}' could not start: {type(error).__name__}: {error}") from error
         computed = (executor.run if executor else in_process)(run, missing, holder)
         yield from in_clip_order(lambda index: from_cache(served, sources[index], holder), complete, computed, len(sources))
@@ -140,11 +145,11 @@ def in_clip_order(cached: Callable[[int], Outcome], complete: Sequence[int], com
         computed.close()  # stops the workers now if the consumer stopped early
 
 
-def sources_pickle(sources: Sequence[ClipSource], notes: list[str]) -> bool:
+def sources_pickle(sources: Sequence[ClipSource], notes: list[str], serial_note: str = "ran serially") -> bool:
     try:
         pickle.dumps(sources[0])
     except Exception as error:
-        notes.append(f"ran serially: the dataset's clips cannot be sent to worker processes ({error})")
+        notes.append(f"{serial_note}: the dataset's clips cannot be sent to worker processes ({error})")
         return False
     return True
 

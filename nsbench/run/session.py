@@ -43,9 +43,10 @@ class Run:
 
 @dataclass
 class Stopped:
-    """An interrupt during an engine, and how far that engine got."""
+    """An interrupt during an engine, and how far that engine got; between
+    two engines, the next one, with no clip done; after the last, None."""
 
     signal: Interrupted
-    engine: EngineSpec
+    engine: EngineSpec | None
     done: int
     planned: int

@@ -348,8 +348,9 @@ def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path, 
         for folder, audio in (("clean", voice), ("noisy", voice + 0.01 * rng.standard_normal(16000).astype(np.float32))):
             (data / folder).mkdir(parents=True, exist_ok=True)
             soundfile.write(data / folder / f"c{index}.wav", audio, 16000, subtype="FLOAT")
+    # Counted in this process: --clip-timeout 0 keeps --jobs 1's clips here, not in a worker.
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "speex", "--recogniser", "counting",
-            "--results-folder", str(tmp_path / "r"), *RUN]
+            "--results-folder", str(tmp_path / "r"), *RUN, "--clip-timeout", "0"]
     CountingRecogniser.heard.clear()
     assert main(argv) == 0
     assert len(CountingRecogniser.heard) == 6
