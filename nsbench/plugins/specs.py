@@ -256,6 +256,32 @@ class MetricSpec:
 
 
 @dataclass(frozen=True)
+class MetricSetSpec:
+    """A named set of metrics: ``--metric NAME`` runs them all, in this order
+    (``--list metrics`` shows the sets after the metrics).
+
+    ``columns``: where papers print the set as one row per system (the
+    VoiceBank-DEMAND row: PESQ, CSIG, CBAK, COVL, SSNR, STOI), the title of
+    each metric's column, in order; report.md then has that table, one row per
+    engine (the input first), each cell the mean at ``decimals`` places, and
+    the run writes it as a LaTeX tabular (nsbench.report.paper_table).
+    ``source`` says where the papers' table comes from, for its footnote.
+    """
+
+    name: str
+    metrics: tuple[str, ...]
+    description: str
+    columns: tuple[str, ...] = ()  # () : no paper table; else one title per metric
+    decimals: int = 2
+    source: str = ""
+
+    # A set needs no package of its own: its metrics' are checked, together,
+    # when it is named (nsbench.plugins.registry.Registry.set_members).
+    requires: tuple[str, ...] = ()
+    version: str = ""
+
+
+@dataclass(frozen=True)
 class Column:
     """A metric's column in the per-cell table: its ``title``, the ``decimals``
     shown, its place (columns sort by ``order``), and whether the plots draw it
