@@ -38,6 +38,9 @@ CLAMP_FLAG = "bss_clamp_db"
 
 NO_NOISE = "the input is the clean voice: no noise reference, so no interference to tell from artefacts"
 SILENT = "the clean voice or the output is digital silence: no projection to measure"
+TOO_SHORT = f"clip shorter than the {FILTER_LENGTH}-tap distortion filter"
+DEPENDENT = ("the references' delayed copies are linearly dependent (the noise is a filtered copy of the "
+             "speech, or periodic): the projection has no unique solution")
 
 
 def clamped_db(coherence: float, clamp_db: float) -> float:
@@ -46,7 +49,16 @@ def clamped_db(coherence: float, clamp_db: float) -> float:
     ratio = 10.0 ** (-clamp_db / 10.0)
     eps = ratio / (1.0 + ratio)
     coherence = min(max(coherence, eps), 1 - eps)
-    return 10.0 * math.log10(coherence / (1 - coherence))
+    # The clamp's own rounding leaves up to ~1e-11 dB beyond it: cut to the bound.
+    return min(clamp_db, max(-clamp_db, 10.0 * math.log10(coherence / (1 - coherence))))
+
+
+def near_unit_peak(signal: np.ndarray) -> np.ndarray:
+    """The signal times the power of two that brings its peak near 1: exact,
+    so fast_bss_eval's normalisation gives the same bits, but a signal whose
+    norm is below its 1e-6 floor (which would not be normalised) is."""
+    peak = float(np.max(np.abs(signal)))
+    return signal * 2.0 ** -round(math.log2(peak)) if peak > 0 else signal
 
 
 def bss_eval(clean: np.ndarray, noisy: np.ndarray, output: np.ndarray, clamp_db: float) -> dict[str, float]:
@@ -54,21 +66,29 @@ def bss_eval(clean: np.ndarray, noisy: np.ndarray, output: np.ndarray, clamp_db:
     from fast_bss_eval.numpy.metrics import square_cosine_metrics  # only when the metric runs
 
     clean = np.asarray(clean, np.float64)
-    references = np.stack([clean, np.asarray(noisy, np.float64) - clean])
-    estimate = np.asarray(output, np.float64)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        coherence_sdr, coherence_sar = square_cosine_metrics(references, estimate, filter_length=FILTER_LENGTH, pairwise=True)
+    references = np.stack([near_unit_peak(clean), near_unit_peak(np.asarray(noisy, np.float64) - clean)])
+    estimate = near_unit_peak(np.asarray(output, np.float64))[None, :]
+    try:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            coherence_sdr, coherence_sar = square_cosine_metrics(references, estimate, filter_length=FILTER_LENGTH, pairwise=True)
+    except np.linalg.LinAlgError:
+        raise MetricUndefined(DEPENDENT) from None
     sdr, sar = float(coherence_sdr[0, 0]), float(coherence_sar[0, 0])
     return {"bss_sdr": clamped_db(sdr, clamp_db), "bss_sir": clamped_db(sdr / sar, clamp_db), "bss_sar": clamped_db(sar, clamp_db)}
 
 
 def shared_bss_eval(inputs: MetricInputs, clamp_db: float) -> dict[str, float] | str:
     """The three values of this output, or why it has none: once for all three metrics."""
+    if len(inputs.output) < FILTER_LENGTH:
+        return TOO_SHORT
     if not np.any(inputs.clean) or not np.any(inputs.output):
         return SILENT
     if np.array_equal(inputs.noisy, inputs.clean):
         return NO_NOISE
-    values = bss_eval(inputs.clean, inputs.noisy, inputs.output, clamp_db)
+    try:
+        values = bss_eval(inputs.clean, inputs.noisy, inputs.output, clamp_db)
+    except MetricUndefined as reason:
+        return str(reason)
     return values if all(math.isfinite(v) for v in values.values()) else SILENT
 
 

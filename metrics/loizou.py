@@ -113,8 +113,8 @@ def segmental_snr(clean: np.ndarray, processed: np.ndarray, rate: int) -> float:
 def segmental_snr_of(clean_frames: np.ndarray, processed_frames: np.ndarray) -> float:
     if not len(clean_frames):
         return math.nan
-    signal = np.sum(np.square(clean_frames), axis=1)
-    noise = np.sum(np.square(clean_frames - processed_frames), axis=1)
+    error = clean_frames - processed_frames
+    signal, noise = np.einsum("ij,ij->i", clean_frames, clean_frames), np.einsum("ij,ij->i", error, error)
     frames = 10 * np.log10(signal / (noise + EPS) + EPS)
     return float(np.mean(np.clip(frames, MIN_SNR_DB, MAX_SNR_DB)))
 
@@ -130,6 +130,18 @@ def autocorrelation(frames: np.ndarray, order: int) -> np.ndarray:
     """(frames, order + 1): ``R[k] = sum x[n] x[n + k]`` per frame."""
     length = frames.shape[1]
     return np.stack([np.einsum("ij,ij->i", frames[:, : length - k], frames[:, k:]) for k in range(order + 1)], axis=1)
+
+
+@functools.lru_cache(maxsize=8)
+def lag_cosines(n_fft: int, order: int) -> np.ndarray:
+    """(n_fft / 2 + 1, order + 1): the inverse real DFT's first lags, so that
+    ``power @ lag_cosines`` is the autocorrelation of a frame whose zero-padded
+    power spectrum (n_fft >= twice the frame) is ``power``."""
+    bins = np.arange(n_fft // 2 + 1)
+    weights = np.where((bins == 0) | (bins == n_fft // 2), 1.0, 2.0) / n_fft
+    cosines = weights[:, None] * np.cos(2 * np.pi * np.outer(bins, np.arange(order + 1)) / n_fft)
+    cosines.flags.writeable = False
+    return cosines
 
 
 def levinson(lags: np.ndarray, order: int) -> np.ndarray:
@@ -166,7 +178,10 @@ def llr_frames(clean: np.ndarray, processed: np.ndarray, rate: int) -> np.ndarra
 
 
 def llr_of(clean_frames: np.ndarray, processed_frames: np.ndarray, order: int) -> np.ndarray:
-    clean_lags, processed_lags = autocorrelation(clean_frames, order), autocorrelation(processed_frames, order)
+    return llr_of_lags(autocorrelation(clean_frames, order), autocorrelation(processed_frames, order), order)
+
+
+def llr_of_lags(clean_lags: np.ndarray, processed_lags: np.ndarray, order: int) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = toeplitz_forms(levinson(processed_lags, order), clean_lags) / toeplitz_forms(levinson(clean_lags, order), clean_lags)
         return np.where(ratio > 0, np.log(np.where(ratio > 0, ratio, 1.0)), math.nan)
@@ -222,14 +237,18 @@ def band_filters(rate: int) -> np.ndarray:
     return filters
 
 
-def band_energies_db(frames: np.ndarray, rate: int) -> np.ndarray:
+def power_spectra(frames: np.ndarray, rate: int) -> np.ndarray:
+    """(frames, n_fft / 2 + 1) |FFT|^2 of the frames zero-padded to n_fft."""
+    spectrum = np.fft.rfft(frames, fft_size(rate), axis=1)
+    return (spectrum * spectrum.conj()).real  # re^2 + im^2, in one pass
+
+
+def band_energies_db(power: np.ndarray, rate: int) -> np.ndarray:
     """(frames, 25) critical-band energies in dB of int16-scaled frames, as
-    wss(): the frames' power spectra (divided by 32768^2, the same bits as
-    dividing the samples by 32768) through the band filters, floored at -100 dB."""
+    wss(): their power spectra divided by 32768^2 (the same bits as dividing
+    the samples by 32768) through the band filters, floored at -100 dB."""
     filters = band_filters(rate)
-    spectrum = np.fft.rfft(frames, fft_size(rate), axis=1)[:, : filters.shape[0]]
-    power = np.square(np.abs(spectrum)) / (WSS_SCALE * WSS_SCALE)
-    return 10 * np.log10(np.maximum(power @ filters, WSS_FLOOR))
+    return 10 * np.log10(np.maximum((power[:, : filters.shape[0]] / (WSS_SCALE * WSS_SCALE)) @ filters, WSS_FLOOR))
 
 
 def nearest_peaks(energy: np.ndarray) -> np.ndarray:
@@ -259,11 +278,11 @@ def wss_frames(clean: np.ndarray, processed: np.ndarray, rate: int) -> np.ndarra
     """Per frame, the weighted squared difference of the band-energy slopes
     over the weights' sum. Takes int16-scaled samples (it divides by 32768)."""
     count = frame_count(len(clean), rate)
-    return wss_of(windowed_frames(clean, rate, count), windowed_frames(processed, rate, count), rate)
+    power = [power_spectra(windowed_frames(x, rate, count), rate) for x in (clean, processed)]
+    return wss_of(band_energies_db(power[0], rate), band_energies_db(power[1], rate))
 
 
-def wss_of(clean_frames: np.ndarray, processed_frames: np.ndarray, rate: int) -> np.ndarray:
-    clean_db, processed_db = band_energies_db(clean_frames, rate), band_energies_db(processed_frames, rate)
+def wss_of(clean_db: np.ndarray, processed_db: np.ndarray) -> np.ndarray:
     weights = (slope_weights(clean_db) + slope_weights(processed_db)) / 2.0
     difference = np.diff(clean_db, axis=1) - np.diff(processed_db, axis=1)
     return np.sum(weights * np.square(difference), axis=1) / np.sum(weights, axis=1)
@@ -272,14 +291,20 @@ def wss_of(clean_frames: np.ndarray, processed_frames: np.ndarray, rate: int) ->
 def composite_parts(clean: np.ndarray, processed: np.ndarray, rate: int) -> dict[str, float]:
     """What Loizou's composite.m takes besides PESQ, as CMGAN's script computes
     it: segSNR, the trimmed LLR and the trimmed WSS, from one set of frames
-    per signal (``frames``: their count, 0 for a clip too short)."""
-    count, llr_count = frame_count(len(clean), rate), llr_frame_count(len(clean), rate)
+    and one FFT per signal (``frames``: their count, 0 for a clip too short).
+
+    The LPC lags come from the WSS power spectra (``lag_cosines``) rather
+    than the references' sums over samples: the same numbers to ~1e-12 of
+    the largest lag, an eighth of the work."""
+    count, llr_count, order = frame_count(len(clean), rate), llr_frame_count(len(clean), rate), lpc_order(rate)
     frames = [windowed_frames(x, rate, max(count, llr_count)) for x in (clean, processed)]
+    power = [power_spectra(x, rate) for x in frames]
+    lags = [x[:llr_count] @ lag_cosines(fft_size(rate), order) for x in power]
     return {
         "frames": count,
         "ssnr": segmental_snr_of(frames[0][:count], frames[1][:count]),
-        "llr": trimmed_mean(llr_of(frames[0][:llr_count], frames[1][:llr_count], lpc_order(rate))),
-        "wss": trimmed_mean(wss_of(frames[0][:count], frames[1][:count], rate)),
+        "llr": trimmed_mean(llr_of_lags(lags[0], lags[1], order)),
+        "wss": trimmed_mean(wss_of(band_energies_db(power[0][:count], rate), band_energies_db(power[1][:count], rate))),
     }
 
 

@@ -57,6 +57,6 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             "librosa STFT 32 ms / 16 ms, per frame the RMS over bins of ln(|R|^2 / (|O| + 1e-8)^2 + 1e-8), "
             "mean over frames; at the clip's rate"
         ),
-        ignores="overall level (the output is scaled to its best gain first) and phase",
+        ignores="overall level (the output is scaled to its best gain first; outputs near 1e-8 excepted) and phase",
         default=False,
     ))

@@ -257,16 +257,12 @@ class MetricSpec:
 
 @dataclass(frozen=True)
 class MetricSetSpec:
-    """A named set of metrics: ``--metric NAME`` runs them all, in this order
-    (``--list metrics`` shows the sets after the metrics).
-
-    ``columns``: where papers print the set as one row per system (the
-    VoiceBank-DEMAND row: PESQ, CSIG, CBAK, COVL, SSNR, STOI), the title of
-    each metric's column, in order; report.md then has that table, one row per
-    engine (the input first), each cell the mean at ``decimals`` places, and
-    the run writes it as a LaTeX tabular (nsbench.report.paper_table).
-    ``source`` says where the papers' table comes from, for its footnote.
-    """
+    """A named set of metrics: ``--metric NAME`` runs them all, in order.
+    ``columns``: where papers print the set as a row per system, each
+    metric's column title; report.md and a LaTeX tabular then hold that table,
+    means at ``decimals`` places, ``source`` in its footnote
+    (nsbench.report.paper_table). Its metrics' packages are its ``requires``,
+    checked together when it is named (Registry.set_members)."""
 
     name: str
     metrics: tuple[str, ...]
@@ -274,10 +270,7 @@ class MetricSetSpec:
     columns: tuple[str, ...] = ()  # () : no paper table; else one title per metric
     decimals: int = 2
     source: str = ""
-
-    # A set needs no package of its own: its metrics' are checked, together,
-    # when it is named (nsbench.plugins.registry.Registry.set_members).
-    requires: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # none of its own
     version: str = ""
 
 

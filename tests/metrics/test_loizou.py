@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from nsbench.plugins.errors import MetricUndefined
 from nsbench.plugins.records import MetricInputs
@@ -59,7 +60,8 @@ def test_a_known_gain_moves_only_the_segmental_snr(voice, gain):
     assert scaled["fwsegsnr"] == 35.0
     x = inputs(gain * voice, voice, noisy=voice + 0.01 * np.random.default_rng(0).standard_normal(voice.size).astype(np.float32))
     assert spectral_distance.lsd_metric(x) < 1e-4  # scaled to its best gain first
-    assert bss_eval.bss_metric("bss_sdr", x) == pytest.approx(50.0, abs=1e-6)  # the clamp
+    with threadpool_limits(1):
+        assert bss_eval.bss_metric("bss_sdr", x) == 50.0  # the clamp
 
 
 def test_the_flavours_are_one_script_at_two_scales(voice):
