@@ -188,3 +188,22 @@ def test_a_48_khz_clip_is_scored_at_16_khz_and_8_khz_at_its_own_rate():
     assert math.isfinite(composite.part_metric("llr", at_8k)) and math.isfinite(composite.cd_metric(at_8k))
     with pytest.raises(composite.MetricUndefined, match="wide-band PESQ needs 16000 Hz"):
         composite.composite_metric("csig", at_8k)
+
+
+def test_in_a_run_the_row_scores_pesq_once_though_the_composite_has_options():
+    """The run binds each metric to its options on a copy of the inputs
+    (nsbench.plugins.metric_options); the copies share the output's derived values."""
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.metric_options import bind_options, metric_context
+    from nsbench.plugins.registry import build_registry
+
+    registry = build_registry(get_plugin_manager(load_entry_points=False))
+    specs = [registry.metrics.get(name).spec for name in ("pesq_wb", "csig", "cbak", "covl", "ssnr")]
+    bound, options = bind_options(specs, lambda metric: {"composite_flavour": "float"}, metric_context(registry))
+    assert options["csig"]["flavour"] == "float" and "pesq_wb" not in options
+    case = cases()[0]
+    inputs = MetricInputs(output=case.output, clean=case.clean, noisy=case.noisy, sample_rate=RATE)
+    values = {spec.name: spec.func(inputs) for spec in bound}
+    computed = [key[1] for key in inputs._derived]
+    assert sorted(computed) == ["script_parts", "wide_band_outcome"]  # each once, for all five
+    assert values["csig"] == composite.composite("csig", composite.script_parts(inputs, "float"), values["pesq_wb"])
