@@ -8,8 +8,7 @@ metric follows which):
 * CMGAN's ``src/tools/compute_metrics.py`` (ruizhecao96/CMGAN), the port of
   Loizou's ``composite.m`` that SEGAN, MetricGAN+ and CMGAN circulate: the
   segmental SNR, the log-likelihood ratio and the weighted-slope spectral
-  distance behind CSIG, CBAK and COVL (``segmental_snr``, ``llr_frames``,
-  ``wss_frames``).
+  distance behind CSIG, CBAK and COVL (``composite_parts``).
 * pysepm's ``qualityMeasures.py`` (schmiph2/pysepm), which CMGAN lacks: the
   frequency-weighted segmental SNR and the cepstral distance
   (``fw_segmental_snr``, ``cepstral_distance``).
@@ -23,7 +22,7 @@ once, in the same order of operations, so the values agree to rounding
 Input scale matters in one place: CMGAN's ``wss()`` divides its frames by
 32768 before it floors the band energies at 1e-10 (-100 dB), i.e. it assumes
 int16-scaled samples; fed samples in [-1, 1] its floor sits 90 dB higher and
-the measure changes. ``wss_frames`` divides by 32768 as it does; the caller
+the measure changes. ``band_energies_db`` divides by 32768 as it does; the caller
 chooses the scale (metrics/composite.py's flavours). The other measures are
 ratios and do not depend on it, bar the 2.2e-16 guards of the references.
 """
@@ -34,7 +33,7 @@ import math
 
 import numpy as np
 
-FRAME_SECONDS = 0.030
+FRAME_MS = 30
 HOP_FRACTION = 4  # a hop of a quarter frame, 75 % overlap
 MIN_SNR_DB, MAX_SNR_DB = -10.0, 35.0  # the segmental SNRs' clip, per frame
 EPS = float(np.spacing(1))  # 2.2e-16, the references' guard (np.spacing(1) = np.finfo(float).eps)
@@ -58,7 +57,7 @@ BAND_WIDTHS = np.array([
 
 
 def frame_length(rate: int) -> int:
-    return int(np.round(FRAME_SECONDS * rate))
+    return int(np.round(FRAME_MS * rate / 1000))  # as the references write it
 
 
 def hop_length(rate: int) -> int:
@@ -103,14 +102,9 @@ def trimmed_mean(values: np.ndarray, keep: float = TRIM) -> float:
 # ----------------------------------------------------------------- segmental SNR (CMGAN's snr())
 
 
-def segmental_snr(clean: np.ndarray, processed: np.ndarray, rate: int) -> float:
+def segmental_snr(clean_frames: np.ndarray, processed_frames: np.ndarray) -> float:
     """Mean over frames of ``10 log10(E_s / (E_n + eps) + eps)``, each frame
-    clipped to [-10, 35] dB; NaN for a clip shorter than two frames."""
-    count = frame_count(len(clean), rate)
-    return segmental_snr_of(windowed_frames(clean, rate, count), windowed_frames(processed, rate, count))
-
-
-def segmental_snr_of(clean_frames: np.ndarray, processed_frames: np.ndarray) -> float:
+    clipped to [-10, 35] dB; NaN without a frame."""
     if not len(clean_frames):
         return math.nan
     error = clean_frames - processed_frames
@@ -170,18 +164,10 @@ def toeplitz_forms(polynomials: np.ndarray, lags: np.ndarray) -> np.ndarray:
     return np.einsum("fi,fij,fj->f", polynomials, lags[:, index], polynomials)
 
 
-def llr_frames(clean: np.ndarray, processed: np.ndarray, rate: int) -> np.ndarray:
-    """Per frame, ``log(A_p R_c A_p^T / A_c R_c A_c^T)`` (CMGAN's llr()): NaN
-    where either frame is digital silence (no LPC model; the references too)."""
-    count = llr_frame_count(len(clean), rate)
-    return llr_of(windowed_frames(clean, rate, count), windowed_frames(processed, rate, count), lpc_order(rate))
-
-
-def llr_of(clean_frames: np.ndarray, processed_frames: np.ndarray, order: int) -> np.ndarray:
-    return llr_of_lags(autocorrelation(clean_frames, order), autocorrelation(processed_frames, order), order)
-
-
-def llr_of_lags(clean_lags: np.ndarray, processed_lags: np.ndarray, order: int) -> np.ndarray:
+def llr_frames(clean_lags: np.ndarray, processed_lags: np.ndarray, order: int) -> np.ndarray:
+    """Per frame, ``log(A_p R_c A_p^T / A_c R_c A_c^T)`` (CMGAN's llr()) from the
+    frames' lags: NaN where either frame is digital silence (no LPC model; the
+    references too)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = toeplitz_forms(levinson(processed_lags, order), clean_lags) / toeplitz_forms(levinson(clean_lags, order), clean_lags)
         return np.where(ratio > 0, np.log(np.where(ratio > 0, ratio, 1.0)), math.nan)
@@ -274,15 +260,9 @@ def slope_weights(energy: np.ndarray) -> np.ndarray:
     return overall * local
 
 
-def wss_frames(clean: np.ndarray, processed: np.ndarray, rate: int) -> np.ndarray:
+def wss_frames(clean_db: np.ndarray, processed_db: np.ndarray) -> np.ndarray:
     """Per frame, the weighted squared difference of the band-energy slopes
-    over the weights' sum. Takes int16-scaled samples (it divides by 32768)."""
-    count = frame_count(len(clean), rate)
-    power = [power_spectra(windowed_frames(x, rate, count), rate) for x in (clean, processed)]
-    return wss_of(band_energies_db(power[0], rate), band_energies_db(power[1], rate))
-
-
-def wss_of(clean_db: np.ndarray, processed_db: np.ndarray) -> np.ndarray:
+    over the weights' sum (CMGAN's wss())."""
     weights = (slope_weights(clean_db) + slope_weights(processed_db)) / 2.0
     difference = np.diff(clean_db, axis=1) - np.diff(processed_db, axis=1)
     return np.sum(weights * np.square(difference), axis=1) / np.sum(weights, axis=1)
@@ -302,9 +282,9 @@ def composite_parts(clean: np.ndarray, processed: np.ndarray, rate: int) -> dict
     lags = [x[:llr_count] @ lag_cosines(fft_size(rate), order) for x in power]
     return {
         "frames": count,
-        "ssnr": segmental_snr_of(frames[0][:count], frames[1][:count]),
-        "llr": trimmed_mean(llr_of_lags(lags[0], lags[1], order)),
-        "wss": trimmed_mean(wss_of(band_energies_db(power[0][:count], rate), band_energies_db(power[1][:count], rate))),
+        "ssnr": segmental_snr(frames[0][:count], frames[1][:count]),
+        "llr": trimmed_mean(llr_frames(lags[0], lags[1], order)),
+        "wss": trimmed_mean(wss_frames(band_energies_db(power[0][:count], rate), band_energies_db(power[1][:count], rate))),
     }
 
 
