@@ -36,7 +36,9 @@ its ``Noisy_metrics_results/python_noisy_metrics.log``, and pysepm's
     git clone https://github.com/schmiph2/pysepm /tmp/pysepm
     git clone https://github.com/ruizhecao96/CMGAN /tmp/CMGAN
     git clone https://github.com/urgent-challenge/urgent2025_challenge /tmp/urgent
-    python tests/programs/make_paper_metrics_expected.py --pysepm /tmp/pysepm --cmgan /tmp/CMGAN --urgent /tmp/urgent
+    python -m venv /tmp/np1 && /tmp/np1/bin/pip install numpy==1.26.4 scipy==1.13.1 fast-bss-eval==0.1.4  # optional
+    python tests/programs/make_paper_metrics_expected.py --pysepm /tmp/pysepm --cmgan /tmp/CMGAN --urgent /tmp/urgent \
+        [--numpy1-python /tmp/np1/bin/python]
 
 Run with nsbench's own environment (numba for pysepm's jit, librosa for
 URGENT's STFT) from the checkout; it takes a minute or two.
