@@ -20,6 +20,11 @@ the 48 kHz files are resampled with soxr "HQ" (librosa's default), not
 necessarily the resampler a paper used, which moves PESQ in the second
 decimal; nsbench's ``si_sdr`` is not zero-mean (``si_sdr_zm`` is), and cells
 split the mean by noise type and SNR from ``log_testset.txt``.
+
+The row nearly every paper prints on this set (PESQ, CSIG, CBAK, COVL, SSNR,
+STOI) is the metric set ``vbd-row`` (metrics/composite.py), which the
+description suggests: ``--metric vbd-row`` writes it as a table, report.md's
+and ``paper-table.tex``.
 """
 from __future__ import annotations
 
@@ -144,7 +149,8 @@ def register_datasets(register):
         DatasetSpec(
             name="voicebank",
             clips=clips,
-            description="VoiceBank-DEMAND test set, 824 pairs, scored at 16 kHz (--data-folder; --voicebank-rate)",
+            description=("VoiceBank-DEMAND test set, 824 pairs, scored at 16 kHz (--data-folder; --voicebank-rate); "
+                         "the papers' row: --metric vbd-row"),
             cell_keys=("noise", "snr_db"),
             needs_data_folder=True,
             describe=describe,

@@ -42,7 +42,7 @@ from nsbench import MetricInputs, MetricSpec, MetricUndefined, hookimpl
 
 PESQ_VERSION = "0.0.4"  # the version the tests compare against
 # No wheels on PyPI: pip compiles the ITU C code, so a C compiler is needed.
-INSTALL = f"pip install pesq=={PESQ_VERSION}  # builds from source: needs a C compiler (gcc)"
+INSTALL = f"pip install 'nsbench[paper]' (or pesq=={PESQ_VERSION}; it builds from source: needs a C compiler, gcc)"
 
 SCORING_RATE = 16000  # P.862.2 is defined at 16 kHz only; P.862 takes 16 kHz too
 NB_ONLY_RATE = 8000  # P.862's other rate, narrow band only
@@ -106,8 +106,25 @@ def pesq_version() -> str:
         return ""
 
 
+def wide_band_outcome(inputs: MetricInputs) -> float | str:
+    """pesq_wb of the output, or the reason it has none (kept, so asked twice it runs once)."""
+    try:
+        return pesq_score(inputs.clean, inputs.output, inputs.sample_rate, mode="wb")
+    except MetricUndefined as reason:
+        return str(reason)
+
+
+def shared_pesq_wb(inputs: MetricInputs) -> float:
+    """Wide-band PESQ of this output, computed once however many metrics ask:
+    ``pesq_wb`` and the composite measures (metrics/composite.py) use the one score."""
+    outcome = inputs.output_feature(wide_band_outcome)
+    if isinstance(outcome, str):
+        raise MetricUndefined(outcome)
+    return outcome
+
+
 def pesq_wb_metric(inputs: MetricInputs) -> float:
-    return pesq_score(inputs.clean, inputs.output, inputs.sample_rate, mode="wb")
+    return shared_pesq_wb(inputs)
 
 
 def pesq_nb_metric(inputs: MetricInputs) -> float:

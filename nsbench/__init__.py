@@ -22,6 +22,7 @@ from nsbench.plugins.specs import (
     DatasetSpec,
     EngineSpec,
     MetricContext,
+    MetricSetSpec,
     MetricSpec,
     PooledValue,
     Pooling,
@@ -38,8 +39,9 @@ __version__ = "0.1.0"
 # 4: datasets and metrics receive only their own plugin's flags (a dataset also
 # ``data_folder``), a metric's options(flags, context) gets a MetricContext
 # instead of the Registry, and a rate or delay an Engine subclass sets itself
-# while its spec declares another number is a UserError, not overwritten.
-PLUGIN_API = 4
+# while its spec declares another number is a UserError, not overwritten;
+# 5: the register_metric_sets hook (MetricSetSpec: --metric NAME runs a named set).
+PLUGIN_API = 5
 
 __all__ = [
     "PLUGIN_API",
@@ -49,6 +51,7 @@ __all__ = [
     "EngineSpec",
     "DatasetSpec",
     "MetricSpec",
+    "MetricSetSpec",
     "Column",
     "MetricContext",
     "ChosenRecogniser",

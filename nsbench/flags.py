@@ -91,7 +91,7 @@ def build_parser(manager, parser_class: type[argparse.ArgumentParser] | None = N
     parser.add_argument("--data-folder", help="root folder of the dataset, where it needs one")
     parser.add_argument("--output-folder", help="save each engine's processed audio here")
     parser.add_argument("--results-folder", default="results", help="where result files go (default: results)")
-    parser.add_argument("--metric", action="append", default=[], help="metric to compute (repeatable); default: all available")
+    parser.add_argument("--metric", action="append", default=[], help="metric to compute, or a named set of them such as vbd-row (repeatable; --list metrics shows both); default: all available")
     parser.add_argument("--condition", action="append", default=[], metavar="NAME[+NAME...]",
                         help="run the set once per input condition (repeatable; a+b applies a, then b); "
                              "'none', the input as it is, is always added; --list conditions shows them")

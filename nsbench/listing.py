@@ -36,7 +36,22 @@ def list_text(what: str, registry: Registry, manager, width: int | None = None) 
     for record in kind:
         status = "available" if record.available else f"unavailable: {record.unavailable_note}"
         rows.append((record.spec.name, status, record.version, record.origin, *extra_columns(what, record.spec), record.spec.description))
+    if what == "metrics":
+        rows += metric_set_rows(registry)
     return format_rows(rows, width)
+
+
+def metric_set_rows(registry: Registry) -> list[tuple[str, ...]]:
+    """The named sets (``--metric vbd-row``), after the metrics: what each runs."""
+    rows = []
+    for record in registry.metric_sets:
+        members = [registry.metrics.entries.get(name) for name in record.spec.metrics]
+        missing = [member for member in members if member is None or not member.available]
+        installs = "; ".join(dict.fromkeys(member.spec.install for member in missing if member))
+        status = "available" if not missing else f"unavailable: {installs or 'a metric is not registered'}"
+        rows.append((record.spec.name, status, "", record.origin, "set", "", "",
+                     f"{record.spec.description}: {', '.join(record.spec.metrics)}"))
+    return rows
 
 
 def extra_header(what: str) -> tuple[str, ...]:

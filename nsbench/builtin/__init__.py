@@ -24,12 +24,12 @@ if not INSTALLED:
 # Folder -> built-in modules, in the order they register. Each module defines
 # hook implementations at module level; helper modules beside them without
 # hooks (datasets/demo_tts.py, generated_set.py, dns2020_remix.py,
-# engines/rnnoise_demo.py) are imported by the adapter that uses them, and are
+# engines/rnnoise_demo.py, metrics/loizou.py) are imported by the adapter that uses them, and are
 # not plugins.
 BUILTIN_MODULES = {
     "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "gtcrn", "dtln", "hush", "oracle_masks", "koala"],
     "datasets": ["demo", "folder", "dns2020", "dns2020_real", "dns2020_blind", "voicebank", "musdb", "biodenoising", "fuss"],
-    "metrics": ["sisdr", "intelligibility", "levels", "realtime", "pesq_metric", "dnsmos", "speech_gated", "demixing", "fuss_sisnr", "wer"],
+    "metrics": ["sisdr", "intelligibility", "levels", "realtime", "pesq_metric", "composite", "spectral_distance", "bss_eval", "dnsmos", "speech_gated", "demixing", "fuss_sisnr", "wer"],
     "conditions": ["processing", "codecs"],
 }
 

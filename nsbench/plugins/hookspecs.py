@@ -12,7 +12,7 @@ from typing import Callable
 import pluggy
 
 from nsbench.plugins.specs import ConditionSpec
-from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec
+from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSetSpec, MetricSpec, RecogniserSpec
 
 PROJECT = "nsbench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -32,6 +32,12 @@ def register_datasets(register: Callable[[DatasetSpec], None]) -> None:
 @hookspec
 def register_metrics(register: Callable[[MetricSpec], None]) -> None:
     """Call ``register(MetricSpec(...))`` once per metric."""
+
+
+@hookspec
+def register_metric_sets(register: Callable[[MetricSetSpec], None]) -> None:
+    """Call ``register(MetricSetSpec(...))`` once per named set of metrics
+    (``--metric vbd-row`` runs the VoiceBank-DEMAND paper row)."""
 
 
 @hookspec

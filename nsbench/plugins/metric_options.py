@@ -18,7 +18,13 @@ from nsbench.plugins.specs import ChosenRecogniser, MetricContext, MetricSpec
 
 
 def call_with_options(func: Callable[[MetricInputs], Any], options: Mapping[str, Any], inputs: MetricInputs) -> Any:
-    return func(dataclasses.replace(inputs, options=options))
+    """``func`` on the inputs with its own options. The copy keeps the output's
+    derived values (MetricInputs.output_feature), so what one metric computed
+    from this output another reuses, options or not (the composite's PESQ is
+    pesq_wb's); a compute that depends on options takes them as parameters."""
+    own = dataclasses.replace(inputs, options=options)
+    object.__setattr__(own, "_derived", inputs._derived)  # replace() makes init=False fields anew
+    return func(own)
 
 
 def metric_context(registry: Any, use_cache: bool = True, rerun: bool = False) -> MetricContext:

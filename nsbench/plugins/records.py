@@ -126,7 +126,9 @@ class MetricInputs:
 
     def output_feature(self, compute: Callable[..., Any], *params: Any) -> Any:
         """``compute(self, *params)``, once for this output however many metrics
-        ask (STOI and ESTOI share the output's band envelopes)."""
+        ask (STOI and ESTOI share the output's band envelopes; the composite
+        measures, pesq_wb's score), whatever their options: what a compute
+        reads of a metric's options it takes as ``params``."""
         key = (compute.__module__, compute.__qualname__, params)
         if key not in self._derived:
             self._derived[key] = compute(self, *params)

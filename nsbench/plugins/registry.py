@@ -17,10 +17,10 @@ import pluggy
 
 from nsbench.plugins.specs import ConditionSpec
 from nsbench.plugins.manager import plugin_origin
-from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSpec, RecogniserSpec, spec_version
+from nsbench.plugins.specs import DatasetSpec, EngineSpec, MetricSetSpec, MetricSpec, RecogniserSpec, spec_version
 from nsbench.plugins.errors import UserError
 
-SpecT = TypeVar("SpecT", EngineSpec, DatasetSpec, MetricSpec, ConditionSpec, RecogniserSpec)
+SpecT = TypeVar("SpecT", EngineSpec, DatasetSpec, MetricSpec, ConditionSpec, RecogniserSpec, MetricSetSpec)
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,30 @@ class Registry:
     metrics: Kind[MetricSpec]
     conditions: Kind[ConditionSpec] = field(default_factory=lambda: Kind("condition"))
     recognisers: Kind[RecogniserSpec] = field(default_factory=lambda: Kind("recogniser"))
+    # Named sets of metrics (--metric vbd-row): records of MetricSetSpec, whose
+    # availability is their metrics' (metric_set_members).
+    metric_sets: Kind[MetricSetSpec] = field(default_factory=lambda: Kind("metric set"))
+
+    def metric_names(self, names: list[str]) -> list[str]:
+        """``--metric``'s names with each set's name replaced by its metrics, in
+        order, each once; an unknown name is left for ``metrics.get`` to refuse."""
+        expanded = [member for name in names for member in self.set_members(name)]
+        return list(dict.fromkeys(expanded))
+
+    def set_members(self, name: str) -> tuple[str, ...]:
+        """A set's metrics, checked available together (one line naming every
+        install they need); any other name, as it is."""
+        if name in self.metrics or name not in self.metric_sets:
+            return (name,)
+        record = self.metric_sets.get(name)
+        members = [self.metrics.get(member) for member in record.spec.metrics]
+        missing = [member for member in members if not member.available]
+        if missing:
+            modules = ", ".join(dict.fromkeys(m for member in missing for m in member.missing_modules))
+            installs = "; ".join(dict.fromkeys(member.spec.install for member in missing))
+            names = ", ".join(member.spec.name for member in missing)
+            raise UserError(f"metric set '{name}' needs {names}, unavailable: missing {modules}. Install: {installs}")
+        return record.spec.metrics
 
 
 def default_dataset(registry: Registry) -> str:
@@ -157,7 +181,21 @@ def build_registry(manager: pluggy.PluginManager) -> Registry:
     collect(manager, "register_metrics", MetricSpec, registry.metrics)
     collect(manager, "register_conditions", ConditionSpec, registry.conditions)
     collect(manager, "register_recognisers", RecogniserSpec, registry.recognisers)
+    collect(manager, "register_metric_sets", MetricSetSpec, registry.metric_sets)
+    for record in registry.metric_sets:
+        check_metric_set(record, registry)
     return registry
+
+
+def check_metric_set(record: Registered[MetricSetSpec], registry: Registry) -> None:
+    """A set's name is not a metric's (``--metric`` would not know which), and
+    its paper table has a column title per metric."""
+    spec = record.spec
+    if spec.name in registry.metrics:
+        raise UserError(f"{record.origin} registered a metric set '{spec.name}', the name of a metric")
+    if spec.columns and len(spec.columns) != len(spec.metrics):
+        raise UserError(f"{record.origin}: metric set '{spec.name}' has {len(spec.metrics)} metrics "
+                        f"but {len(spec.columns)} column titles")
 
 
 def collect(manager: pluggy.PluginManager, hook_name: str, spec_type: type, kind: Kind) -> None:

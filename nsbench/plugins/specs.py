@@ -271,6 +271,25 @@ class MetricSpec:
 
 
 @dataclass(frozen=True)
+class MetricSetSpec:
+    """A named set of metrics: ``--metric NAME`` runs them all, in order.
+    ``columns``: where papers print the set as a row per system, each
+    metric's column title; report.md and a LaTeX tabular then hold that table,
+    means at ``decimals`` places, ``source`` in its footnote
+    (nsbench.report.paper_table). Its metrics' packages are its ``requires``,
+    checked together when it is named (Registry.set_members)."""
+
+    name: str
+    metrics: tuple[str, ...]
+    description: str
+    columns: tuple[str, ...] = ()  # () : no paper table; else one title per metric
+    decimals: int = 2
+    source: str = ""
+    requires: tuple[str, ...] = ()  # none of its own
+    version: str = ""
+
+
+@dataclass(frozen=True)
 class Column:
     """A metric's column in the per-cell table: its ``title``, the ``decimals``
     shown, its place (columns sort by ``order``), and whether the plots draw it

@@ -42,6 +42,7 @@ class View:
     plotted: tuple[str, ...]  # the columns the plots draw
     beside_headline: tuple[str, ...]  # values shown beside the headline (stoi)
     default_headline: str  # a dataset's headline when it names none (si_sdri)
+    paper_tables: tuple[Any, ...] = ()  # the metric sets with columns (MetricSetSpec): the papers' tables
 
 
 _views: dict[int, View] = {}
@@ -64,6 +65,7 @@ def read_view(found: Any) -> View:
         plotted=tuple(name for _, name, column in columns if column.plotted),
         beside_headline=tuple(metric.name for metric in metrics if metric.beside_headline),
         default_headline=next((metric.name for metric in metrics if metric.headline_by_default), ""),
+        paper_tables=tuple(record.spec for record in getattr(found, "metric_sets", ()) if record.spec.columns),
     )
 
 
@@ -88,6 +90,11 @@ def table_columns() -> tuple[tuple[str, str, int], ...]:
 
 def beside_headline() -> tuple[str, ...]:
     return view().beside_headline
+
+
+def paper_tables() -> tuple[Any, ...]:
+    """The metric sets papers print as a table (MetricSetSpec.columns), in registration order."""
+    return view().paper_tables
 
 
 def headline(named: str) -> str:

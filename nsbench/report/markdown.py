@@ -115,9 +115,11 @@ def report_markdown(
     jobs: int = 1,
     sections: Sequence[str] = (),
     top: Sequence[str] = (),
+    paper: Sequence[str] = (),
 ) -> str:
     """``sections``: more markdown (plots, a comparison with stored results) before the legend;
-    ``top``: paragraphs after the introduction (each engine's worst input condition)."""
+    ``top``: paragraphs after the introduction (each engine's worst input condition);
+    ``paper``: the papers' tables (nsbench.report.paper_table), after the summary."""
     ordered = layout.reference_first(results)
     parts = [
         f"# nsbench report: {md(dataset)}",
@@ -128,6 +130,7 @@ def report_markdown(
         *top,
         "## Per engine: mean and worst cell",
         summary_table(ordered),
+        *paper,
         "## Checks: alignment and degenerate output",
         "\n".join(line for result in ordered for line in checks_lines(result)),
         "## Against the baselines",

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.report import coverage, failures, highlights
+from nsbench.report import coverage, failures, highlights, paper_table
 
 from nsbench.run import no_reference
 from nsbench.report.format import fmt, fmt_timing, interval
@@ -29,6 +29,7 @@ def summary_text(
     lines = [f"nsbench {dataset}: {clips} clips; {headline} ({unit}, {highlights.headline_direction(results)}) "
              f"ranks the engines: mean [95% CI] over clips"]
     lines += engine_table(results, headline)
+    lines += [line for table in paper_table.paper_tables(results) for line in paper_table.terminal_lines(table)]
     if any(highlights.is_oracle(r) for r in results):
         lines.append(f"{ORACLE_MARK}: uses the clean reference; an upper bound, not an engine")
     lines += wrapped(no_reference.results_text(results))

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, run_folders, streaming_summary
+from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, paper_table, run_folders, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
@@ -278,7 +278,8 @@ class ResultsWriter:
         sections = [text for text in (failures.failures_markdown(current), coverage.left_out_markdown(self.coverage.left_out))
                     if text] + sections
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
-                                 self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top)
+                                 self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top,
+                                 paper=self.paper_tables(results))
         if interruption:
             title, _, rest = report.partition("\n\n")
             report = f"{title}\n\n{interruption}\n\n{rest}"
@@ -287,6 +288,14 @@ class ResultsWriter:
 
         include(self.folder)
         return report, code
+
+    def paper_tables(self, results: list[dict[str, Any]]) -> list[str]:
+        """The papers' tables (nsbench.report.paper_table): written as LaTeX to
+        ``paper-table.tex``; report.md's sections returned."""
+        tables = paper_table.paper_tables(results)
+        if tables:
+            write_atomically(self.folder / paper_table.PAPER_TABLE_FILE, paper_table.latex(tables, self.dataset.name))
+        return [paper_table.markdown(table) for table in tables]
 
     def earlier(self, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The earlier runs' results this report covers (nsbench.report.coverage); the files it leaves out go to ``self.coverage``."""

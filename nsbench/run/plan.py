@@ -202,8 +202,8 @@ def baseline_names(registry: Registry) -> list[str]:
 
 
 def select_metrics(names: list[str], registry: Registry, sources: Sequence[ClipSource] = ()) -> list[MetricSpec]:
-    if names:
-        return [registry.metrics.require_available(name).spec for name in names]
+    if names:  # a set's name (--metric vbd-row) stands for its metrics
+        return [registry.metrics.require_available(name).spec for name in registry.metric_names(names)]
     # Without references the no-reference panel runs by default (nsbench.run.no_reference).
     return no_reference.default_metrics([r.spec for r in registry.metrics if r.available], sources)
 

@@ -13,11 +13,15 @@ silent frames relative to the loudest.
 """
 from __future__ import annotations
 
+import importlib
+import math
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from threadpoolctl import threadpool_limits
 
 from nsbench.builtin.metrics.demixing import mdx_sdr
 from nsbench.builtin.metrics.fuss_sisnr import si_snr
@@ -25,6 +29,11 @@ from nsbench.builtin.metrics.intelligibility import stoi
 from nsbench.builtin.metrics.levels import music_attenuation_db, voice_level_db
 from nsbench.builtin.metrics.sisdr import CLAMP_DB, si_sdr, snr
 from nsbench.plugins.errors import MetricUndefined
+from nsbench.plugins.records import MetricInputs
+
+composite = importlib.import_module("nsbench.builtin.metrics.composite")
+spectral_distance = importlib.import_module("nsbench.builtin.metrics.spectral_distance")
+bss_eval = importlib.import_module("nsbench.builtin.metrics.bss_eval")
 
 # Derandomized: the same 50 examples on every run, so the suite is stable in CI;
 # with derandomize=False each run tries new ones.
@@ -171,3 +180,91 @@ def test_estoi_of_a_constant_output_is_undefined_not_nan():
     with pytest.raises(MetricUndefined, match="^pystoi returned NaN: the output does not vary within a 1/3-octave band"):
         stoi(clean, np.full(6000, 100.0, np.float32), 10000, extended=True)
     assert -1 <= stoi(clean, np.full(6000, 100.0, np.float32), 10000) <= 1  # STOI itself has a value
+
+
+# ------------------------------------------------------------------ the papers' intrusive family
+# (metrics/composite.py, loizou.py, spectral_distance.py, bss_eval.py) at 8 kHz, where a 30 ms
+# frame is 240 samples, so short arrays hold frames; past 512 samples for BSS-eval's filter.
+
+PAPER_RATE = 8000
+BOUNDS = {"ssnr": (-10, 35), "fwsegsnr": (-10, 35), "cd": (0, 10), "wss": (0, math.inf), "lsd": (0, math.inf),
+          "llr": (-math.inf, math.inf), "bss_sdr": (-50, 50), "bss_sir": (-50, 50), "bss_sar": (-50, 50)}
+
+
+def paper_values(output, clean, noisy, bss: bool = False, **options) -> dict[str, float | None]:
+    """The family's values; BSS-eval (a 1024-square solve, ~30 ms) only where asked."""
+    inputs = MetricInputs(output=output, clean=clean, noisy=noisy, sample_rate=PAPER_RATE, options=options)
+    values = {name: defined(composite.part_metric, name, inputs) for name in ("ssnr", "llr", "wss")}
+    values.update(fwsegsnr=defined(composite.fwsegsnr_metric, inputs), cd=defined(composite.cd_metric, inputs),
+                  lsd=defined(spectral_distance.lsd_metric, inputs))
+    if bss:  # on one BLAS thread, as a run scores: two contending threads take 10x longer
+        with threadpool_limits(1):
+            values.update({name: defined(bss_eval.bss_metric, name, inputs) for name in ("bss_sdr", "bss_sir", "bss_sar")})
+    return values
+
+
+FEW = settings(max_examples=15, deadline=None, derandomize=True)
+
+
+def assert_in_bounds(values: dict[str, float | None]) -> None:
+    for name, value in values.items():
+        low, high = BOUNDS[name]
+        assert value is None or (math.isfinite(value) and low <= value <= high), (name, value)
+
+
+def finite_sum(pair) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        noisy = (pair[1].astype(np.float64) + pair[0]).astype(np.float32)
+    assume(np.all(np.isfinite(noisy)))
+    return noisy
+
+
+@FAST
+@given(pairs(max_length=900), st.sampled_from(["vbd", "float"]))
+def test_the_paper_metrics_are_finite_and_in_range_or_undefined_on_any_finite_input(pair, flavour):
+    assert_in_bounds(paper_values(*pair, finite_sum(pair), flavour=flavour))
+
+
+@FEW
+@given(pairs(max_length=900))
+def test_bss_eval_is_within_its_clamp_or_undefined_on_any_finite_input(pair):
+    values = paper_values(*pair, finite_sum(pair), bss=True)
+    assert_in_bounds({name: values[name] for name in ("bss_sdr", "bss_sir", "bss_sar")})
+
+
+@st.composite
+def voiced_pairs(draw):
+    """A speech-like clean voice and a noise or speech-like output, 700-1600
+    samples: signals whose LPC models are well conditioned (a constant or a
+    few impulses have none worth the name, and rounding alone moves them)."""
+    length, level = draw(st.integers(700, 1600)), 10 ** draw(st.floats(-3, 0))
+    return (signal("speechlike", draw(st.integers(0, 2**16)), length, level),
+            signal(draw(st.sampled_from(["noise", "speechlike"])), draw(st.integers(0, 2**16)), length, level))
+
+
+@FEW
+@given(voiced_pairs(), st.floats(-2, 2))
+def test_the_level_blind_paper_metrics_ignore_a_positive_gain_on_the_output(pair, exponent):
+    """LLR, the cepstral distance and fwSNRseg compare envelopes or normalised
+    spectra; BSS-eval filters the output. (LSD scales it to its best gain, but
+    URGENT's 1e-8 guards make a quiet output's LSD move with its level.)"""
+    clean, processed = pair
+    assume(np.any(clean) and np.any(processed) and not np.array_equal(clean, processed))
+    base = paper_values(processed, clean, clean + processed, bss=True)
+    scaled = paper_values((processed * 10**exponent).astype(np.float32), clean, clean + processed, bss=True)
+    for name in ("llr", "cd", "fwsegsnr", "bss_sdr", "bss_sar"):
+        if base[name] is None:
+            assert scaled[name] is None, name
+        else:
+            assert scaled[name] == pytest.approx(base[name], rel=1e-6, abs=1e-6), name
+
+
+@FAST
+@given(voiced_pairs())
+def test_an_output_equal_to_the_clean_voice_is_each_metrics_best(pair):
+    clean, _ = pair
+    assume(np.all(np.abs(clean) > 0))  # no frame of digital silence
+    values = paper_values(clean, clean, clean)
+    assert values["ssnr"] == 35.0 and values["fwsegsnr"] == 35.0
+    assert values["llr"] == pytest.approx(0.0, abs=1e-9) and values["cd"] == pytest.approx(0.0, abs=1e-9)
+    assert values["wss"] == pytest.approx(0.0, abs=1e-9)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 
 import pytest
 
@@ -52,3 +53,45 @@ def test_a_missing_package_makes_the_metric_unavailable_with_its_install_line():
             metrics.require_available(name)
         assert str(info.value).endswith(f"Install: {install}")
     assert metrics.get("si_sdr").available  # nothing else is affected
+
+
+# ----------------------------------------------------------------- the papers' metrics and their set
+
+PAPER = ("ssnr", "fwsegsnr", "llr", "wss", "cd", "csig", "cbak", "covl", "lsd", "bss_sdr", "bss_sir", "bss_sar")
+
+
+def test_the_paper_metrics_are_opt_in_so_the_default_run_does_not_change():
+    registry = build_registry(get_plugin_manager(load_entry_points=False))
+    for name in PAPER:
+        spec = registry.metrics.get(name).spec
+        assert not spec.default and spec.description and spec.ignores, name
+    assert [registry.metrics.get(n).spec.higher_is_better for n in ("llr", "wss", "cd", "lsd")] == [False] * 4
+    assert registry.metric_names(["vbd-row", "stoi", "lsd"]) == ["pesq_wb", "csig", "cbak", "covl", "ssnr", "stoi", "lsd"]
+
+
+def test_a_set_named_without_its_packages_is_one_line_naming_the_install(monkeypatch, capsys):
+    """No machine here lacks pesq, so Python's own import block stands in for
+    one: a None in sys.modules makes find_spec fail as for a missing package."""
+    from nsbench.cli import main
+
+    monkeypatch.setitem(sys.modules, "pesq", None)
+    assert main(["--metric", "vbd-row", "--engine", "passthrough", "--limit", "1", "--quiet"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == ("nsbench: error: metric set 'vbd-row' needs pesq_wb, csig, cbak, covl, unavailable: missing pesq. "
+                    f"Install: {pesq_metric.INSTALL}")
+
+
+def test_a_set_may_not_take_a_metrics_name_and_needs_a_title_per_metric():
+    from nsbench import MetricSetSpec
+
+    for spec, message in ((MetricSetSpec("stoi", ("stoi",), "a set named like a metric"), "the name of a metric"),
+                          (MetricSetSpec("pair", ("stoi", "si_sdr"), "d", columns=("STOI",)), "2 metrics but 1 column titles")):
+        class Plugin:
+            @hookimpl
+            def register_metric_sets(self, register):
+                register(spec)
+
+        manager = get_plugin_manager(load_entry_points=False)
+        manager.register(Plugin())
+        with pytest.raises(UserError, match=message):
+            build_registry(manager)
