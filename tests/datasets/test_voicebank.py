@@ -84,7 +84,7 @@ def make_voicebank_of_speech(root, seconds: float = 2.0):
     from nsbench.adapters import mix_at_snr
     from tests.helpers.paper_cases import recording
 
-    speech = ("speech/ls5778_F_12761-0000.flac", "speech/ls446_M_123501-0000.flac", "speech/ls4137_F_11701-0000.flac",
+    speech = ("speech/ls5778_F_12761-0000.flac", "speech/ls196_M_122150-0000.flac", "speech/ls4137_F_11701-0000.flac",
               "speech/ls78_M_368-0000.flac")
     for index, (name, (_, snr)) in enumerate(VB_LOG.items()):
         clean = recording(speech[index], int(seconds * 16000))

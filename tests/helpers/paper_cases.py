@@ -31,7 +31,7 @@ SILENCE_SECONDS = 0.5
 # (name, speech recording, noise recording, SNR dB, digital silence around the voice)
 MIXTURES = (
     ("f5778_cafe_2.5", "speech/ls5778_F_12761-0000.flac", "noise/cafe_restaurant_ambience.flac", 2.5, False),
-    ("m446_traffic_7.5", "speech/ls446_M_123501-0000.flac", "noise/traffic_street_city.flac", 7.5, False),
+    ("m196_traffic_7.5", "speech/ls196_M_122150-0000.flac", "noise/traffic_street_city.flac", 7.5, False),
     ("f4137_boat_12.5", "speech/ls4137_F_11701-0000.flac", "noise/engine_boat_hum.flac", 12.5, False),
     ("m78_singing_17.5", "speech/ls78_M_368-0000.flac", "music/vocadito_10_solo_singing.flac", 17.5, False),
     ("f8238_rain_5_padded", "speech/ls8238_F_274553-0000.flac", "noise/rain.flac", 5.0, True),

@@ -26,7 +26,7 @@ PARTS = ("ssnr", "llr", "wss")
 @pytest.fixture(scope="module")
 def voice() -> np.ndarray:
     """Two seconds of a LibriSpeech reader from the demo bundle: no digital silence."""
-    return recording("speech/ls446_M_123501-0000.flac", 2 * RATE)
+    return recording("speech/ls196_M_122150-0000.flac", 2 * RATE)
 
 
 def inputs(output: np.ndarray, clean: np.ndarray, noisy: np.ndarray | None = None, rate: int = RATE, **options) -> MetricInputs:
