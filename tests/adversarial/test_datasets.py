@@ -1,5 +1,5 @@
 """The adversarial family (issue 36), datasets' part: F-09, F-10, F-12 and
-F-23's dataset file. Each test names its case; docs/adversarial/datasets.md
+F-23's dataset file. Each test names its case; docs/failures.md (the adversarial family)
 says what nsbench does for each. Real files, real symbolic links, real runs
 through the CLI; the one fault that cannot be made here (root lists every
 folder) is injected, and its test says so."""

@@ -1,6 +1,6 @@
 """Issue 36, the results folder: how a run writes its files when names,
 folders, another run or the disk work against it (F-02, F-04, F-05, F-06,
-F-08). Rows in docs/adversarial/results_folder.md.
+F-08). Rows in docs/failures.md (the adversarial family).
 
 Each run here is a real run of the CLI on a plugin dataset of three half-second
 tones (an engine that halves its input, si_sdr only, --jobs 1), so that what

@@ -1,4 +1,4 @@
-"""Issue 36, the run loop and its executors (docs/adversarial/run_loop.md):
+"""Issue 36, the run loop and its executors (docs/failures.md, the adversarial family):
 interrupts at named steps (F-07), a bound on every clip (F-16), workers of a
 killed parent (F-19), KeyboardInterrupt that is not a signal and a signal
 during the fork of workers (F-21), an engine's close() that raises and its
