@@ -8,9 +8,11 @@ is tried is the writer, not the engines.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import errno
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import resource
@@ -384,42 +386,57 @@ def test_f08_a_disk_full_mid_run_stops_in_one_line_with_every_line_whole(monkeyp
     assert run(monkeypatch, capsys, HostilePlugin(), "--results-folder", str(tmp_path))[0] == 0  # the lock went with the run
 
 
-@pytest.fixture
-def file_size_limit():
-    """Files may grow to ``limit(n)`` bytes: the kernel then writes what fits
-    and fails the rest with EFBIG, as a full disk does with ENOSPC (a real
-    short write, not an injected one). SIGXFSZ ignored, so the write fails
-    instead of the process."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+def under_a_file_size_limit(size, work, *args):
+    """``work(*args)`` in a forked child whose files may grow to ``size``
+    bytes: the kernel then writes what fits and fails the rest with EFBIG, as
+    a full disk does with ENOSPC (a real short write, not an injected one).
+    SIGXFSZ is ignored there, so the write fails instead of the child. Only
+    the child is limited: pytest's own output, which in CI goes to a log
+    already larger than ``size``, must never meet the limit. Returns what
+    ``work`` returned, or the exception it raised."""
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context,
+                                                initializer=_limit_file_size, initargs=(size,)) as pool:
+        try:
+            return pool.submit(work, *args).result(timeout=60)
+        except Exception as raised:  # the child's exception, carried back
+            return raised
+
+
+def _limit_file_size(size):
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+
+def _three_clip_lines(path, record):
+    log = writer.ClipLog(path)
+    offsets = [log.add(record), log.add(record)]
     try:
-        yield lambda size: resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+        log.add(record)
+    except UserError as refused:
+        return offsets, str(refused)
     finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, previous)
+        log.close()
+    return offsets, None
 
 
-def test_f08_a_clip_line_cut_short_by_the_file_system_is_removed(tmp_path, file_size_limit):
+def test_f08_a_clip_line_cut_short_by_the_file_system_is_removed(tmp_path):
     """F-08: each jsonl line is written whole or not at all, on a real short write."""
     from nsbench.plugins.records import ClipRecord
 
-    log = writer.ClipLog(tmp_path / "e.clips.jsonl")
+    path = tmp_path / "e.clips.jsonl"
     record = ClipRecord(engine="e", clip_id="c", labels={}, scores={"si_sdr": 1.0})
     line = len(json.dumps(record.to_json())) + 1
-    file_size_limit(int(2.5 * line))
-    assert [log.add(record), log.add(record)] == [0, line]
-    with pytest.raises(UserError, match=r"e\.clips\.jsonl: File too large; the clip lines written before are whole$"):
-        log.add(record)
-    log.close()
-    assert log.path.read_bytes() == 2 * (json.dumps(record.to_json()) + "\n").encode()
+    offsets, refused = under_a_file_size_limit(int(2.5 * line), _three_clip_lines, path, record)
+    assert offsets == [0, line]
+    assert refused is not None and refused.endswith("e.clips.jsonl: File too large; the clip lines written before are whole")
+    assert path.read_bytes() == 2 * (json.dumps(record.to_json()) + "\n").encode()
 
 
-def test_f08_a_grid_copy_cut_short_leaves_no_half_file(tmp_path, file_size_limit):
+def test_f08_a_grid_copy_cut_short_leaves_no_half_file(tmp_path):
     """F-08: the grid's WAV copies (listening_grid.py:264) are put in place
     whole; a short write is an OSError that names why, with nothing left."""
     path = tmp_path / "audio" / "e" / "c.wav"
-    file_size_limit(4096)
-    with pytest.raises(OSError) as raised:
-        listening_grid.listening_copy(np.zeros(16000, np.float32), 16000, path)
-    assert raised.value.errno == errno.EFBIG
+    raised = under_a_file_size_limit(4096, listening_grid.listening_copy, np.zeros(16000, np.float32), 16000, path)
+    assert isinstance(raised, OSError) and raised.errno == errno.EFBIG
     assert files_under(tmp_path) == set()
