@@ -145,4 +145,6 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             ignores="level changes and any filtering of up to 512 taps (32 ms at 16 kHz), which count as the target",
             requires=("fast_bss_eval",), install=INSTALL, version=fast_bss_eval_version, default=False,
             options=clamp_options,
+            # URGENT ranks the SDR; SIR and SAR are its two parts, which trade against each other.
+            category="intrusive" if name == "bss_sdr" else "",
         ))

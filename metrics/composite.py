@@ -202,10 +202,12 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
     for name, func, unit, higher, description, ignores in SPECS:
         keyed = name in ("ssnr", "llr", "wss")
         register(MetricSpec(name=name, func=func, unit=unit, higher_is_better=higher, description=description,
-                            ignores=ignores, default=False, options=flavour_options if keyed else None))
+                            ignores=ignores, default=False, options=flavour_options if keyed else None,
+                            category="intrusive"))
     for name, description in COMPOSITES:
         register(MetricSpec(
             name=name, func=functools.partial(composite_metric, name), unit="MOS 1-5", higher_is_better=True,
+            category="intrusive",
             description=f"{description}: composite.m's regression of LLR, WSS, segSNR and pesq_wb's score, "
                         f"clipped to [1, 5], {SCRIPT}",
             ignores="overall level and delay (as its parts); a regression fitted to listeners' ratings, "

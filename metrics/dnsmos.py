@@ -349,6 +349,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
             description=description,
             ignores=NON_INTRUSIVE,
             needs_reference=False,
+            category="non-intrusive",
             requires=("speechmos", "onnxruntime"),
             install=INSTALL,
             version=functools.partial(dnsmos_version, model),

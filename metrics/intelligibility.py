@@ -481,6 +481,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         version=pystoi_version,
         columns={"stoi": Column("STOI", 3, 40)},
         beside_headline=True,
+        category="intrusive",
     ))
     register(MetricSpec(
         name="estoi",
@@ -493,4 +494,5 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         ),
         ignores="quiet passages (frames 40 dB below the loudest are dropped) and overall level",
         version=pystoi_version,
+        category="intrusive",
     ))

@@ -144,6 +144,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         func=pesq_wb_metric,
         unit="MOS-LQO 1.04-4.64",
         higher_is_better=True,
+        category="intrusive",
         description=(
             "Wide-band PESQ (ITU-T P.862.2) of the output against the clean voice at 16 kHz, "
             "PyPI pesq (ITU C code); clips at other rates resampled to 16 kHz with soxr HQ, "

@@ -94,6 +94,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         func=si_sdr_metric,
         unit="dB",
         higher_is_better=True,
+        category="intrusive",  # si_sdr_zm and si_sdri rank exactly as it: not ranked again
         description=(
             "Scale-invariant SDR of the output against the clean voice (Le Roux et al. 2019), "
             "without mean removal, as torchmetrics zero_mean=False and earthspecies/biodenoising; "

@@ -52,6 +52,7 @@ def register_metrics(register: Callable[[MetricSpec], None]) -> None:
         func=lsd_metric,
         unit="",
         higher_is_better=False,
+        category="intrusive",
         description=(
             "Log-spectral distance as URGENT 2025 (calculate_intrusive_se_metrics.py): output scaled to its best gain, "
             "librosa STFT 32 ms / 16 ms, per frame the RMS over bins of ln(|R|^2 / (|O| + 1e-8)^2 + 1e-8), "

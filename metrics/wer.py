@@ -166,6 +166,7 @@ def register_metrics(register):
             func=wer,
             unit="fraction",
             higher_is_better=False,
+            category="downstream",  # the value "wer" only: wer_input is the input's, wer_delta ranks as wer
             description="word error rate of a speech recogniser (--recogniser) on the output",
             ignores="everything the recogniser does not hear; against its own clean transcript where the dataset has no text",
             requires=("jiwer",),  # the recogniser declares its own

@@ -28,6 +28,7 @@ from nsbench.plugins.specs import (
     Pooling,
     RecogniserSpec,
 )
+from nsbench.report.ranking import rank_table
 from nsbench.store.reference import ReferenceAudio
 
 __version__ = "0.1.0"
@@ -40,8 +41,9 @@ __version__ = "0.1.0"
 # ``data_folder``), a metric's options(flags, context) gets a MetricContext
 # instead of the Registry, and a rate or delay an Engine subclass sets itself
 # while its spec declares another number is a UserError, not overwritten;
-# 5: the register_metric_sets hook (MetricSetSpec: --metric NAME runs a named set).
-PLUGIN_API = 5
+# 5: the register_metric_sets hook (MetricSetSpec: --metric NAME runs a named set);
+# 6: MetricSpec.category (the ranking, URGENT's rule), MetricSetSpec.partial, and rank_table.
+PLUGIN_API = 6
 
 __all__ = [
     "PLUGIN_API",
@@ -67,6 +69,7 @@ __all__ = [
     "ClipError",
     "UserError",
     "MEASURED",
+    "rank_table",
     "ENHANCEMENT",
     "SEPARATION",
 ]

@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import functools
 import importlib.util
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Generic, TypeVar
 
@@ -156,6 +157,8 @@ class Registry:
         if name in self.metrics or name not in self.metric_sets:
             return (name,)
         record = self.metric_sets.get(name)
+        if record.spec.partial:
+            return self.partial_members(record.spec)
         members = [self.metrics.get(member) for member in record.spec.metrics]
         missing = [member for member in members if not member.available]
         if missing:
@@ -164,6 +167,18 @@ class Registry:
             names = ", ".join(member.spec.name for member in missing)
             raise UserError(f"metric set '{name}' needs {names}, unavailable: missing {modules}. Install: {installs}")
         return record.spec.metrics
+
+    def partial_members(self, spec: MetricSetSpec) -> tuple[str, ...]:
+        """A partial set's members this installation has (--metric urgent:
+        what nsbench has of URGENT's list); those it lacks named on stderr."""
+        here = [m for m in spec.metrics if m in self.metrics and self.metrics.get(m).available]
+        lacking = [m for m in spec.metrics if m not in here]
+        if not here:
+            raise UserError(f"metric set '{spec.name}': none of its metrics is available here ({', '.join(lacking)})")
+        if lacking:
+            print(f"nsbench: metric set '{spec.name}' runs {', '.join(here)}; not available here: {', '.join(lacking)}",
+                  file=sys.stderr)
+        return tuple(here)
 
 
 def default_dataset(registry: Registry) -> str:

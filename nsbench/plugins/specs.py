@@ -268,6 +268,12 @@ class MetricSpec:
     # On a set without references, where no intrusive headline can be computed:
     # this metric's place among the headline's candidates (1 first; 0: never).
     headline_without_reference: int = 0
+    # --- the ranking (nsbench.report.ranking, URGENT's rule) ---
+    # The category it ranks in ("non-intrusive", "intrusive", "downstream" or a
+    # plugin's own); "": never ranked (levels, timings, input scores, and
+    # figures that rank exactly as another: si_sdri as si_sdr). Of a metric
+    # with several ``values``, only the value named as the metric ranks.
+    category: str = ""
     # Its part in the voice_level_drop flag (nsbench.run.checks.score_flags): a
     # clip whose "level" value is below -(--voice-drop-db) while its
     # "improvement" value is positive (voice_level_db and si_sdri); "": none.
@@ -291,6 +297,9 @@ class MetricSetSpec:
     source: str = ""
     requires: tuple[str, ...] = ()  # none of its own
     version: str = ""
+    # True: run the members this installation has, leaving out (and naming)
+    # those unavailable here; False: every member, or a UserError.
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -315,7 +324,8 @@ def reported_values(metrics: Sequence[MetricSpec]) -> list[MetricSpec]:
             result.append(metric)
             continue
         result += [
-            dataclasses.replace(metric, name=name, description=description, values={})
+            dataclasses.replace(metric, name=name, description=description, values={},
+                                category=metric.category if name == metric.name else "")
             for name, description in metric.values.items()
         ]
     return result

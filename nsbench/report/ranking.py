@@ -30,8 +30,10 @@ import numpy as np
 from nsbench.plugins.errors import UserError
 
 TIES = ("dense", "min")
-# Category and overall scores are means of integer ranks: two equal means may
-# differ in their last bits, so they are compared at this many decimals.
+# Equal means may differ in their last bits (a resample's means are a matrix
+# product, whose summation order differs between columns; category scores are
+# means of ranks), so values are compared at this many decimals where the
+# rule rounds at none: float noise never breaks a tie.
 SCORE_DECIMALS = 9
 
 
@@ -55,7 +57,7 @@ def rank_arrays(means: np.ndarray, higher: np.ndarray, category_of: np.ndarray, 
     category number. Returns the metric ranks (..., systems, metrics), the
     category scores (..., systems, categories), the overall score and the
     overall rank (..., systems)."""
-    values = np.round(means, decimals) if decimals is not None else means
+    values = np.round(means, SCORE_DECIMALS if decimals is None else decimals)
     values = np.where(higher, values, -values)
     values = np.where(np.isnan(values), -np.inf, values)
     metric_ranks = np.moveaxis(ranks(np.moveaxis(values, -1, -2), ties), -2, -1)
