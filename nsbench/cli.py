@@ -1,6 +1,6 @@
 """``python benchmark.py``: parse the flags, then list (``--list``,
 nsbench.listing), clear the cache, or hand a frozen RunConfig to the run
-(nsbench.run.loop.benchmark); and the two commands, ``new-plugin`` and ``listen``.
+(nsbench.run.loop.benchmark); and the three commands, ``new-plugin``, ``listen`` and ``rank``.
 
 Flag names follow Picovoice's benchmark where it has them (``--engine``,
 ``--dataset``, ``--data-folder``, ``--output-folder``). ``main(argv)`` takes a
@@ -51,6 +51,10 @@ def run_cli(argv: list[str]) -> int:
         from nsbench.listen import main as listen
 
         return listen(argv[1:])
+    if argv[:1] == ["rank"]:  # rank a table of per-system means by URGENT's rule (nsbench.report.ranking)
+        from nsbench.rank_command import main as rank
+
+        return rank(argv[1:])
     manager, args = parse_flags(argv)
     registry = build_registry(manager)
     layout.use(registry)  # the reports place engines and metrics by these specs

@@ -84,7 +84,7 @@ def build_parser(manager, parser_class: type[argparse.ArgumentParser] | None = N
     parser = (parser_class or OneLineErrors)(
         # "nsbench" when installed, "benchmark.py" from the checkout: the name the user typed.
         prog=Path(sys.argv[0]).name if sys.argv[0].endswith("benchmark.py") else "nsbench",
-        description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER.",
+        description="Compare noise-suppression engines on a test set. Also: nsbench new-plugin NAME; nsbench listen RESULTS_FOLDER; nsbench rank TABLE.csv.",
     )
     parser.add_argument("--engine", action="append", default=[], help="engine to run (repeatable); default: all available")
     parser.add_argument("--dataset", help="dataset to run on (default: the built-in demo set, generated locally)")

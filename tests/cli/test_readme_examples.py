@@ -142,7 +142,8 @@ def test_every_documented_command_line_parses(where, line, monkeypatch):
 def check_command_parses(argv: list[str]) -> None:
     from nsbench.listen import parser as listen_parser
     from nsbench.plugins.scaffold import parser as new_plugin_parser
+    from nsbench.rank_command import parser as rank_parser
 
-    parsers = {"listen": listen_parser, "new-plugin": new_plugin_parser}
+    parsers = {"listen": listen_parser, "new-plugin": new_plugin_parser, "rank": rank_parser}
     if argv[0] in parsers:
         parsers[argv[0]]().parse_args(argv[1:])
