@@ -17,6 +17,7 @@ from nsbench.listing import LIST_CHOICES
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.report.writer import add_arguments as add_report_arguments
+from nsbench.report.run_ranking import add_arguments as add_ranking_arguments
 from nsbench.run import clip_timeout, streaming
 from nsbench.store import eviction
 
@@ -122,6 +123,7 @@ def build_parser(manager, parser_class: type[argparse.ArgumentParser] | None = N
                        help="cap the cache of outputs and scores, e.g. 2GB or 500MB: the least recently used go first "
                             f"(default: ${eviction.MAX_SIZE_VARIABLE}, else no cap)")
     add_report_arguments(parser)
+    add_ranking_arguments(parser)
     streaming.add_arguments(parser)
     # The flags so far shape the run, not an engine's output: the cache keys
     # leave them out. Plugins' flags (an engine's options) go in.

@@ -58,6 +58,14 @@ def headline_verdicts(results: Sequence[Mapping[str, Any]], baseline: str = "") 
     return verdicts
 
 
+def by_effect(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """Largest effect first: the Hodges-Lehmann estimate the verdict follows (the mean where it has none)."""
+    def size(verdict: Verdict) -> float:
+        effect = verdict.hodges_lehmann if math.isfinite(verdict.hodges_lehmann) else verdict.mean_difference
+        return -abs(effect) if math.isfinite(effect) else 0.0
+    return sorted(verdicts, key=size)
+
+
 def flagged_clips(result: Mapping[str, Any]) -> int:
     """Clips with at least one unexpected flag (a clip with two flags counts once)."""
     return len({clip for flag in result.get("flags", {}).values() for clip in flag["clips"]})

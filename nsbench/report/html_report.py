@@ -41,14 +41,16 @@ def html_page(
     grid: Grid | None = None,
     sections: Sequence[str] = (),
     notices: Sequence[str] = (),
+    lead: str = "",
 ) -> str:
     """report.html's text (the writer writes it). ``sections``: HTML the run adds after the per-cell table (the streaming
     and per-condition tables: streaming_html, conditions_html; the panel's
-    agreement). ``notices``: HTML sections after the highlights (failed clips,
+    agreement). ``lead``: what the page opens with (the ranking). ``notices``: HTML sections after the highlights (failed clips,
     earlier runs' results, files left out)."""
     ordered = highlights.ordered(results)
     body = [
         f"<h1>nsbench report: {esc(dataset)}</h1>",
+        lead,  # the ranking and its forest plot (nsbench.report.rank_report)
         "<p>Means over clips; SI-SDR without mean removal (torchmetrics zero_mean=False); "
         "confidence intervals are percentile bootstraps (1000 resamples, seeded). "
         "Click a table's header to sort it; type in a box to filter its rows (words, or <code>column=value</code>).</p>",
@@ -140,7 +142,7 @@ def highlights_html(results: Sequence[Mapping[str, Any]]) -> str:
     by_name = {r["engine"]: r for r in results}
     headline = headline_of(results)
     unit = highlights.headline_unit(results, headline)
-    verdicts = highlights.headline_verdicts(results)
+    verdicts = highlights.by_effect(highlights.headline_verdicts(results))
     items = []
     if verdicts:
         for verdict, words in (("better", "Better than"), ("worse", "Worse than"), ("not distinguishable", "Not distinguishable from")):

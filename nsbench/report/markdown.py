@@ -116,13 +116,16 @@ def report_markdown(
     sections: Sequence[str] = (),
     top: Sequence[str] = (),
     paper: Sequence[str] = (),
+    lead: Sequence[str] = (),
 ) -> str:
-    """``sections``: more markdown (plots, a comparison with stored results) before the legend;
+    """``lead``: what the report opens with (the ranking, nsbench.report.rank_report);
+    ``sections``: more markdown (plots, a comparison with stored results) before the legend;
     ``top``: paragraphs after the introduction (each engine's worst input condition);
     ``paper``: the papers' tables (nsbench.report.paper_table), after the summary."""
     ordered = layout.reference_first(results)
     parts = [
         f"# nsbench report: {md(dataset)}",
+        *lead,
         "Cell means. SI-SDR is computed without mean removal (torchmetrics zero_mean=False); "
         "si_sdr_zm in the JSON is the zero-mean convention. RTF is CPU time (process and "
         "children) over audio duration, resampling included, model loading excluded; "

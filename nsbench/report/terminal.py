@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.report import coverage, failures, highlights, paper_table
+from nsbench.report import coverage, failures, highlights, paper_table, rank_report
 
 from nsbench.run import no_reference
 from nsbench.report.format import fmt, fmt_timing, interval
@@ -20,18 +20,20 @@ WIDTH = 100  # the flags and verdict lines wrap here
 
 
 def summary_text(
-    dataset: str, results: Sequence[Mapping[str, Any]], reports: Sequence[Path], not_run: Mapping[str, str] | None = None
+    dataset: str, results: Sequence[Mapping[str, Any]], reports: Sequence[Path], not_run: Mapping[str, str] | None = None,
+    ranking: Mapping[str, Any] | None = None,
 ) -> str:
-    results = highlights.ordered(results)
+    """``ranking``: the run's (nsbench.report.run_ranking); the rows follow it."""
     headline = headline_of(results)
-    unit = highlights.headline_unit(results, headline)
-    clips = max((r["clips"] for r in results), default=0)
-    lines = [f"nsbench {dataset}: {clips} clips; {headline} ({unit}, {highlights.headline_direction(results)}) "
-             f"ranks the engines: mean [95% CI] over clips"]
-    lines += engine_table(results, headline)
+    lines = [rank_report.headline_sentence(dataset, results, ranking)]
+    lines += engine_table(results, headline, ranking)
     lines += [line for table in paper_table.paper_tables(results) for line in paper_table.terminal_lines(table)]
     if any(highlights.is_oracle(r) for r in results):
-        lines.append(f"{ORACLE_MARK}: uses the clean reference; an upper bound, not an engine")
+        lines.append(f"{ORACLE_MARK}: uses the clean reference; an upper bound, not an engine, never ranked")
+    if ranking and len(ranking["systems"]) > 1:
+        lines += wrapped("p(best): the share of resamples in which the engine ranks first (ties shared)"
+                         + (f"; category scores: the mean rank over {', '.join(ranking['settings']['categories'])}"
+                            if len(ranking["settings"]["categories"]) > 1 else ""))
     lines += wrapped(no_reference.results_text(results))
     lines += wrapped(verdict_text(results))
     lines += wrapped(difference_direction(results))
@@ -44,19 +46,25 @@ def summary_text(
     return "\n".join(lines)
 
 
-def engine_table(results: Sequence[Mapping[str, Any]], headline: str) -> list[str]:
+def engine_table(results: Sequence[Mapping[str, Any]], headline: str, ranking: Mapping[str, Any] | None = None) -> list[str]:
+    """A row per engine in rank order (nsbench.report.rank_report.ordered), the rank and its interval first."""
     # The values beside the headline (stoi) that some engine has: not with --metric wer, no column of dashes.
     beside = {name: column for name, column in beside_headline_columns().items() if any(computed(r.get(name)) for r in results)}
     rtf = any(computed(result.get("rtf")) for result in results)
-    header = ["engine", f"{headline} [95% CI]", *(title for title, _ in beside.values()), *["RTF"] * rtf, "flagged", f"worst cell ({headline} there)"]
+    categories = rank_report.category_names(ranking) if len(rank_report.category_names(ranking)) > 1 else []
+    ranked = ranking is not None
+    header = [*["rank [95%]", "p(best)"] * ranked, "engine", *categories, f"{headline} [95% CI]",
+              *(title for title, _ in beside.values()), *["RTF"] * rtf, "flagged", f"worst cell ({headline} there)"]
     rows = [header]
-    for result in results:
+    for result, row in rank_report.ordered(results, ranking):
         stats = result["metrics"].get(headline, {})
         name = f"{result['engine']} {ORACLE_MARK}" if highlights.is_oracle(result) else result["engine"]
         flagged = highlights.flagged_clips(result)
         failed = f", {result['failures']} failed" if result.get("failures") else ""
         rows.append([
+            *[rank_report.rank_text(row, result), f"{row['p_best']:.2f}" if row else "–"] * ranked,
             name,
+            *(f"{row['category_ranks'][c]:.2f}" if row else "–" for c in categories),
             f"{fmt(stats.get('mean', math.nan), 2)} {interval(stats.get('mean_ci95'), 2)}",
             *(fmt(result.get(name, math.nan), decimals) for name, (_, decimals) in beside.items()),
             *[fmt_timing(result.get("rtf", math.nan))] * rtf,
@@ -71,6 +79,7 @@ def verdict_text(results: Sequence[Mapping[str, Any]]) -> str:
     verdicts = highlights.headline_verdicts(results)
     if not verdicts:
         return "no baseline ran: nothing is compared"
+    verdicts = highlights.by_effect(verdicts)
     better = [unbroken(verdict_item(v)) for v in verdicts if v.verdict == "better"]
     worse = [unbroken(verdict_item(v)) for v in verdicts if v.verdict == "worse"]
     unclear = [unbroken(verdict_item(v)) for v in verdicts if v.verdict == "not distinguishable"]

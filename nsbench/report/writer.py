@@ -3,7 +3,7 @@
 Under ``results/<dataset>/``: each engine's ``.clips.jsonl`` (a line per clip
 as it comes, so an interrupt keeps every clip done), its ``<engine>.json``
 (written once, at the end, with the paired comparisons with the baselines),
-``comparison.json`` and the regression gate, the plots, ``report.html`` and
+``comparison.json`` and the regression gate, ``ranking.json``, the plots, ``report.html`` and
 its listening grid, and ``report.md``; and each output in
 ``--output-folder``. The run loop hands it records; it decides where they go.
 Before the first clip (``held``) it checks every name that becomes a path,
@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, paper_table, run_folders, streaming_summary
+from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, paper_table, rank_report, run_folders, run_ranking, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
@@ -47,7 +47,7 @@ from nsbench.report.format import md
 from nsbench.report.markdown import report_markdown
 from nsbench.report.output_spill import OutputSpill
 from nsbench.report.model import file_stem
-from nsbench.report.tables import headline_higher_is_better
+from nsbench.report.tables import headline_higher_is_better, headline_of
 from nsbench.plugins.records import ClipRecord, ClipSource
 from nsbench.report.record_table import Pools, RecordTable
 from nsbench.plugins.specs import DatasetSpec, MetricSpec
@@ -152,10 +152,15 @@ class ResultsWriter:
         self.tolerances = compare.parse_tolerances(list(config.compare_tolerance))
         # Read before the run: the stored results may be the very files this run rewrites.
         self.stored = compare.load_stored(config.compare, dataset.name) if config.compare else None
+        self.stored_ranking = run_ranking.stored_ranking(config.compare)  # the same: read before this run writes its own
         self.records: dict[str, RecordTable] = {}  # each engine's, as columns
         self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.report.agreement), once finished
         self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
         self.spill = OutputSpill() if config.html and not config.output_folder else None
+        self.rank_categories = run_ranking.parse_categories(config.rank_categories)  # checked before the first clip
+        run_ranking.check_categories(self.rank_categories, metrics)
+        self.ranking: dict[str, Any] | None = None  # ranking.json's payload, once finished
+        self.forest = ""  # forest.png, where plots are drawn
 
     # --------------------------------------------------------------- before the first clip
 
@@ -262,6 +267,7 @@ class ResultsWriter:
         for result in results:
             write_json(self.folder / f"{file_stem(result['engine'])}.json", model.validated(result))
         current = results
+        self.ranking = self.rank(current)
         results = [*results, *self.earlier(results)]
         self.agreement = self.panel_agreement(results)
         sections, code = self.extras(results, grid, current)
@@ -279,7 +285,7 @@ class ResultsWriter:
                     if text] + sections
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
                                  self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top,
-                                 paper=self.paper_tables(results))
+                                 paper=self.paper_tables(results), lead=[rank_report.markdown_section(results, self.ranking, self.forest)])
         if interruption:
             title, _, rest = report.partition("\n\n")
             report = f"{title}\n\n{interruption}\n\n{rest}"
@@ -288,6 +294,19 @@ class ResultsWriter:
 
         include(self.folder)
         return report, code
+
+    def rank(self, results: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The engines ranked (nsbench.report.run_ranking), written as ranking.json; with --compare, the rank changes."""
+        config = self.config
+        found = run_ranking.run_ranking(results, self.records, self.metrics, headline_of(results),
+                                        self.rank_categories, config.rank_ties, config.rank_decimals)
+        (self.folder / run_ranking.RANKING_FILE).unlink(missing_ok=True)  # an earlier run's
+        if found is not None:
+            found["changes"] = run_ranking.rank_changes(found, self.stored_ranking)
+            write_json(self.folder / run_ranking.RANKING_FILE, found)
+            for line in run_ranking.change_lines(found["changes"]):
+                print(f"nsbench: {line}", file=sys.stderr)
+        return found
 
     def paper_tables(self, results: list[dict[str, Any]]) -> list[str]:
         """The papers' tables (nsbench.report.paper_table): written as LaTeX to
@@ -351,6 +370,7 @@ class ResultsWriter:
     def plots(self, results: list[dict[str, Any]]) -> list[str]:
         from nsbench.report.plots import write_plots  # matplotlib only when plots are drawn
 
+        self.forest = rank_report.write_forest(self.folder, results, self.ranking)  # the ranking's, not among the plots
         return write_plots(self.folder, results, self.dataset.cell_keys, self.dataset.table_metrics)
 
     def html(self, results: list[dict[str, Any]], plots: list[str], regression: Mapping[str, Any] | None,
@@ -369,5 +389,6 @@ class ResultsWriter:
             table = compare.comparison_rows(regression)
             text = compare.comparison_text(regression)
         write_atomically(self.folder / "report.html", html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
-                   grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice]))
+                   grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice],
+                   lead=rank_report.html_section(results, self.ranking, self.folder / self.forest if self.forest else None)))
 

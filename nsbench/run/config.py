@@ -52,6 +52,9 @@ class RunConfig:
     argv: tuple[str, ...]  # as typed, for the provenance (secrets masked there)
     block_size: int | None  # --block-size (nsbench.run.streaming)
     block_ms: float | None  # --block-ms
+    rank_categories: tuple[str, ...]  # --rank-category, as typed (nsbench.report.run_ranking parses them)
+    rank_ties: str  # --rank-ties
+    rank_decimals: int | None  # --rank-decimals
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, argv: list[str]) -> RunConfig:
@@ -71,6 +74,7 @@ class RunConfig:
             given_flags=MappingProxyType(dict(args.given_flags)),
             argv=tuple(argv),
             block_size=args.block_size, block_ms=args.block_ms,
+            rank_categories=tuple(args.rank_category), rank_ties=args.rank_ties, rank_decimals=args.rank_decimals,
         )
 
     def engine_options(self, plugin: str) -> dict[str, Any]:

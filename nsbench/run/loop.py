@@ -122,7 +122,7 @@ def print_summary(run: Run, results: list[dict[str, Any]], not_run: dict[str, st
         print(report)
     if not config.quiet:
         reports = [folder / "report.md", *([folder / "report.html"] if run.writer.config.html else [])]
-        print(summary_text(run.plan.dataset.name, results, reports, not_run))
+        print(summary_text(run.plan.dataset.name, results, reports, not_run, run.writer.ranking))
         for line in run_notes_lines(results, run.writer.coverage, not_run, config.engines):
             print(line)
     print(f"nsbench: results in {folder}/", file=sys.stderr)
