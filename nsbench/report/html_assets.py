@@ -3,8 +3,13 @@ listening grid's players. Inline, so the page is one file that opens anywhere.
 """
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; overflow-wrap: anywhere; }
+/* The page never scrolls sideways: a table wider than the window (the heat
+   map, the listening grid) scrolls inside its own box. */
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; display: block; max-width: 100%; overflow-x: auto; }
+td, th { overflow-wrap: normal; }
+pre { max-width: 100%; overflow-x: auto; }
+#ranked td:first-child, #ranked td:nth-child(2) { white-space: nowrap; font-weight: bold; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 table.sortable th { cursor: pointer; user-select: none; }

@@ -98,11 +98,12 @@ def terminal_lines(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, A
 def headline_sentence(dataset: str, results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> str:
     clips = max((r["clips"] for r in results), default=0)
     headline = headline_of(results)
+    measure = (f"{headline} ({highlights.headline_unit(results, headline)}, {highlights.headline_direction(results)})")
     if not ranking:
-        return f"nsbench {dataset}: {clips} clips; {headline} mean [95% CI] over clips"
+        return f"nsbench {dataset}: {clips} clips; {measure} ranks the engines: mean [95% CI] over clips"
     groups = "; ".join(f"{name} ({', '.join(members)})" for name, members in ranking["settings"]["categories"].items())
     return (f"nsbench {dataset}: {clips} clips; ranked by URGENT's rule on {groups}: rank [95% interval over "
-            f"{ranking['settings']['resamples']:,} paired resamples], {headline} mean [95% CI]")
+            f"{ranking['settings']['resamples']:,} paired resamples]; {measure}: mean [95% CI] over clips")
 
 
 # ------------------------------------------------------------------ report.md and report.html
@@ -120,12 +121,12 @@ def html_section(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any
     head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
     parts = [f'<section id="ranking"><h2>Ranking</h2><p>{html.escape(rule_text(ranking))}</p>',
-             f'<div class="wide"><table id="ranked" class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>',
+             f'<table id="ranked" class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
              *(f"<p>{html.escape(text)}</p>" for text in change_texts(ranking))]
     if forest is not None and forest.is_file():
         data = base64.b64encode(forest.read_bytes()).decode("ascii")
         caption = f"{headline_of(results)} per engine, in rank order: mean and 95% CI over clips"
-        parts.append(f'<figure class="plot"><figcaption>{html.escape(caption)}</figcaption>'
+        parts.append(f'<figure class="plot" id="forest"><figcaption>{html.escape(caption)}</figcaption>'
                      f'<img alt="{html.escape(caption)}" src="data:image/png;base64,{data}"></figure>')
     return "".join(parts) + "</section>"
 

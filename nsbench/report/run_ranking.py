@@ -75,7 +75,8 @@ def ranked_categories(metrics: Sequence[MetricSpec], chosen: Mapping[str, str], 
 def run_ranking(results: Sequence[Mapping[str, Any]], records: Mapping[str, RecordTable], metrics: Sequence[MetricSpec],
                 headline: str, chosen: Mapping[str, str] | None = None, ties: str = "dense", decimals: int | None = None,
                 resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, Any] | None:
-    """The ranking.json payload, or None where nothing can rank (no engine scored a ranked metric or the headline)."""
+    """The ranking.json payload, or None where nothing can rank (fewer than two
+    systems, or none scored a ranked metric or the headline)."""
     ordered = [r for r in highlights.ordered(results) if r["engine"] in records]
     systems = [r["engine"] for r in ordered if not highlights.is_oracle(r)]
     oracles = [r["engine"] for r in ordered if highlights.is_oracle(r)]
@@ -85,7 +86,7 @@ def run_ranking(results: Sequence[Mapping[str, Any]], records: Mapping[str, Reco
     if not categories:  # fall back to the headline alone
         categories = {headline: HEADLINE_CATEGORY} if headline in higher else {}
         scores, names = score_matrix([records[s] for s in systems], list(categories))
-    if not systems or not names:
+    if len(systems) < 2 or not names:  # one system has nothing to rank against
         return None
     means = {system: {m: mean_of(scores[:, i, k]) for k, m in enumerate(names)} for i, system in enumerate(systems)}
     ranking = rank_table(means, {m: higher[m] for m in names}, categories, ties, decimals)

@@ -30,7 +30,7 @@ STATS_KEYS = {"n", "mean", "median", "mad", "p5", "p95", "mean_ci95", "median_ci
 POOLED_STATS_KEYS = STATS_KEYS | {"std", "pairs", "clip_mean", "pooled_over", "pooling"}
 # Beside the JSON and report.md: report.html, its audio, the plots, and the folder's marker and lock.
 REPORT_FILES = [
-    MARKER, "audio", "gain_per_cell.png", "report.html", "report.md", "rtf.png", "snr_music_attenuation_db.png",
+    MARKER, "audio", "forest.png", "gain_per_cell.png", "ranking.json", "report.html", "report.md", "rtf.png", "snr_music_attenuation_db.png",
     "snr_si_sdr.png", "snr_si_sdri.png", "snr_stoi.png", "snr_voice_level_db.png",
 ]
 PROVENANCE_KEYS = {"nsbench_version", "command_line", "git_commit", "python", "platform", "packages", "time_utc", "jobs"}

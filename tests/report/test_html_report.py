@@ -307,7 +307,8 @@ def test_nothing_is_fetched_from_the_network(page):
 def test_the_plots_are_embedded(page):
     sources = page.execute_script(
         "return Array.from(document.images).filter(i => !i.closest('#grid')).map(i => [i.src.slice(0, 22), i.naturalWidth])")
-    assert len(sources) == 2 and all(src == "data:image/png;base64," and width > 100 for src, width in sources)
+    # The ranking's forest plot, then the two plots of the Plots section.
+    assert len(sources) == 3 and all(src == "data:image/png;base64," and width > 100 for src, width in sources)
 
 
 def test_each_plot_caption_is_drawn_inside_its_own_figure_above_its_plot(page):
@@ -315,9 +316,42 @@ def test_each_plot_caption_is_drawn_inside_its_own_figure_above_its_plot(page):
     above its own plot, and below the previous figure's frame, with a gap, so
     it cannot read as the title of the next plot."""
     boxes = page.execute_script(
-        "return Array.from(document.querySelectorAll('figure.plot')).map(f => [f, f.querySelector('figcaption'), f.querySelector('img')]"
+        "return Array.from(document.querySelectorAll('figure.plot:not(#forest)')).map(f => [f, f.querySelector('figcaption'), f.querySelector('img')]"
         ".map(e => { const r = e.getBoundingClientRect(); return [r.top, r.bottom]; }))")
     assert len(boxes) == 2
     for (figure, caption, plot) in boxes:
         assert figure[0] <= caption[0] and caption[1] <= plot[0] and plot[1] <= figure[1]
     assert boxes[1][0][0] - boxes[0][0][1] >= 16  # 2em between two frames
+
+
+def test_the_page_opens_with_the_ranking_and_its_forest_plot(page, report_folder):
+    """The ranked table is the first table on the page, its rows those of
+    ranking.json in rank order, and the forest plot follows it, above the
+    heat map and the listening grid."""
+    ranking = json.loads((report_folder / "ranking.json").read_text())
+    rows = table(page, "ranked")
+    assert [row["engine"].removesuffix(" (input)") for row in rows] == [row["system"] for row in ranking["systems"]]
+    for shown, stored in zip(rows, ranking["systems"]):
+        low, high = stored["overall_interval"]
+        assert shown["rank [95%]"] == f"{stored['overall_rank']} [{low}, {high}]"
+    first_table = page.execute_script("return document.querySelector('table').id")
+    assert first_table == "ranked"
+    tops = page.execute_script(
+        "return ['ranked', 'forest', 'heatmap', 'grid'].map(id => document.getElementById(id).getBoundingClientRect().top)")
+    assert tops == sorted(tops)
+
+
+def test_the_page_never_scrolls_sideways(page):
+    """At 1400 px and at 800 px wide, the page is no wider than the window:
+    a wide table scrolls inside its own box instead."""
+    try:
+        for width in (1400, 800):
+            page.set_window_size(width, 900)
+            sizes = page.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            assert sizes[0] <= sizes[1], f"at {width} px the page is {sizes[0]} px wide in a {sizes[1]} px window"
+        boxed = page.execute_script(
+            "return Array.from(document.querySelectorAll('table')).every(t => getComputedStyle(t).overflowX === 'auto')")
+        assert boxed
+    finally:
+        page.set_window_size(1400, 900)

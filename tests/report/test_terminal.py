@@ -65,7 +65,9 @@ def test_verbose_prints_the_report_before_the_summary(tmp_path, capsys):
     out = capsys.readouterr().out
     report = (tmp_path / "results" / "folder" / "report.md").read_text()
     assert out.startswith(report)
-    assert out[len(report):].startswith("\nnsbench folder: 2 clips; si_sdri (dB, higher is better)")  # print adds the blank line
+    summary = out[len(report):]
+    assert summary.startswith("\nnsbench folder: 2 clips; ranked by URGENT's rule on intrusive (si_sdri, ")  # print adds the blank line
+    assert "si_sdri (dB, higher is better): mean [95% CI] over clips" in summary.splitlines()[1]
 
 
 def test_the_summary_marks_oracles_and_names_flags_and_worse_engines():
@@ -92,8 +94,9 @@ def test_the_summary_marks_oracles_and_names_flags_and_worse_engines():
     assert rows["oracle-x"].startswith("oracle-x [oracle]") and "[oracle]" not in rows["good"]
     assert "2 clips" in rows["bad"] and "babble (-3.50)" in rows["bad"]
     unwrapped = "\n".join(lines).replace("\n  ", " ").splitlines()  # long lines wrap at 100 characters
-    assert ("better than passthrough (paired Wilcoxon, p < 0.05): good (mean +5.00, HL +4.50 [4.00, 6.00]), "
-            "oracle-x (mean +12.00, HL +11.50 [11.00, 13.00]); worse: bad (mean -1.50, HL -2.00 [-2.50, -0.50])") in unwrapped
+    # Largest effect first: the oracle's +11.50 before good's +4.50.
+    assert ("better than passthrough (paired Wilcoxon, p < 0.05): oracle-x (mean +12.00, HL +11.50 [11.00, 13.00]), "
+            "good (mean +5.00, HL +4.50 [4.00, 6.00]); worse: bad (mean -1.50, HL -2.00 [-2.50, -0.50])") in unwrapped
     assert "flags: bad silent x2, clipped x1" in unwrapped
     assert max(len(line) for line in lines) <= 100
     assert lines[-2:] == ["report: r/report.md", "        r/report.html"]
