@@ -184,9 +184,11 @@ def p_text(p_value: float) -> str:
 
 
 def heatmap_html(results: Sequence[Mapping[str, Any]]) -> str:
-    """Engines by cells, the headline metric's cell mean, coloured around zero
-    (blue better, red worse where higher is better); the baseline's row is
-    zero by definition of an improvement metric."""
+    """Engines by cells, the headline metric's cell mean, coloured by its
+    difference from the passthrough's in that cell (blue better, red worse):
+    zero for an improvement metric (SI-SDRi), the input's own score for a
+    1-5 score (DNSMOS OVRL on a set without references); without a
+    passthrough, around zero."""
     headline = headline_of(results)
     higher = highlights.headline_direction(results) == "higher is better"
     columns: dict[str, None] = {}
@@ -196,16 +198,21 @@ def heatmap_html(results: Sequence[Mapping[str, Any]]) -> str:
             name = highlights.cell_name(row["cell"]) + (" (pooled)" if row.get("pooled") else "")
             columns.setdefault(name)
             values[(result["engine"], name)] = row["metrics"].get(headline, {}).get("mean", math.nan)
-    scale = heat_scale(results, values)
+    reference = layout.reference_engine()
+    centre = {name: values.get((reference, name), math.nan) for name in columns}
+    centre = {name: value if math.isfinite(value) else 0.0 for name, value in centre.items()}
+    shifted = {(engine, name): value - centre[name] for (engine, name), value in values.items()}
+    scale = heat_scale(results, shifted)
     head = "".join(f"<th>{esc(name)}</th>" for name in columns)
     rows = []
     for result in results:
-        cells = "".join(heat_cell(values.get((result["engine"], name), math.nan), scale, higher) for name in columns)
+        cells = "".join(heat_cell(values.get((result["engine"], name), math.nan), scale, higher, centre[name]) for name in columns)
         css = ' class="oracle-row"' if highlights.is_oracle(result) else ""
         rows.append(f'<tr{css} data-engine="{esc(result["engine"])}"><th>{engine_name(result)}</th>{cells}</tr>')
+    where = f"{esc(reference)}'s value in the same cell" if any(r["engine"] == reference for r in results) else "zero"
     return (
-        f"<p>Mean {esc(headline)} per cell; colour: {'blue' if higher else 'red'} above zero, "
-        f"{'red' if higher else 'blue'} below, white at zero (the baseline), full colour at &plusmn;{scale:.1f}"
+        f"<p>Mean {esc(headline)} per cell; colour: {'blue' if higher else 'red'} above {where}, "
+        f"{'red' if higher else 'blue'} below, white equal, full colour at a difference of &plusmn;{scale:.2f}"
         + (", set by the engines: oracle rows (upper bounds, dashed apart) go beyond it at full colour"
            if any(highlights.is_oracle(r) for r in results) else "") + ".</p>"
         f'<table id="heatmap"><thead><tr><th>engine</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
@@ -222,11 +229,12 @@ def heat_scale(results: Sequence[Mapping[str, Any]], values: Mapping[tuple[str, 
     return largest(lambda engine: engine not in oracles) or largest(lambda engine: True) or 1.0
 
 
-def heat_cell(value: float, scale: float, higher_is_better: bool) -> str:
+def heat_cell(value: float, scale: float, higher_is_better: bool, centre: float = 0.0) -> str:
+    """The value shown, coloured by its difference from ``centre`` (the passthrough's in the cell)."""
     if value is None or not math.isfinite(value):
         return '<td class="value" style="background:#eee">–</td>'
-    strength = min(abs(value) / scale, 1.0)
-    good = (value > 0) == higher_is_better
+    strength = min(abs(value - centre) / scale, 1.0)
+    good = (value > centre) == higher_is_better
     target = (33, 102, 172) if good else (178, 24, 43)  # ColorBrewer RdBu ends
     rgb = tuple(round(255 + (channel - 255) * strength) for channel in target)
     ink = "#fff" if strength > 0.6 else "#222"

@@ -20,6 +20,17 @@ from nsbench.report.tables import headline_of
 
 SNR_KEY = "snr_db"  # the cell key plotted on the x axis when a dataset has it
 DPI = 100
+# Up to 16 engines, each its own colour (matplotlib's default cycle has 10,
+# so an 11th engine repeated the first): its tab10, then six more chosen one by
+# one to stay farthest (CIE76) from those before; no two are closer than 27.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf", "#000000", "#a1caf1", "#c2b280", "#008856", "#f99379", "#b3446c")
+
+
+def colour_of(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
 NO_MATPLOTLIB = ("nsbench: no plots and no report.html: they need matplotlib, which is not installed: "
                  "pip install 'nsbench[report]' (or --no-plots --no-html to skip them quietly)")
 
@@ -99,15 +110,15 @@ def by_snr(result: Mapping[str, Any], metric: str) -> list[tuple[float, float]]:
 def snr_figure(results: Sequence[Mapping[str, Any]], metric: str):
     fig = figure()
     axes = fig.add_subplot()
-    for result in results:
+    for index, result in enumerate(results):
         points = by_snr(result, metric)
         if points:
-            axes.plot(*zip(*points), marker="o", label=result["engine"])
+            axes.plot(*zip(*points), marker="o", label=result["engine"], color=colour_of(index))
     definition = results[0]["metric_definitions"].get(metric, {})
     axes.set(xlabel="input SNR (dB)", ylabel=f"{metric} ({definition.get('unit', '')})", title=f"{metric} against SNR")
     axes.grid(alpha=0.3)
     if axes.lines:
-        axes.legend(fontsize="small")
+        outside_legend(axes)
     return fig
 
 
@@ -136,14 +147,19 @@ def gain_figure(results: Sequence[Mapping[str, Any]], metric: str):
                 low.append(stats["mean"] - ci[0])
                 high.append(ci[1] - stats["mean"])
         if xs:
-            axes.errorbar(xs, means, yerr=[low, high], fmt="o", capsize=2, markersize=4, label=result["engine"])
+            axes.errorbar(xs, means, yerr=[low, high], fmt="o", capsize=2, markersize=4, label=result["engine"], color=colour_of(index))
     axes.set_xticks(range(len(cells)), names, rotation=60, ha="right", fontsize="small")
     note = " (no bar: a single clip)" if single else ""
     axes.set(ylabel=metric, title=f"{metric} per cell: mean and bootstrap 95% CI{note}")
     axes.axhline(0, color="grey", linewidth=0.8)
     axes.grid(alpha=0.3, axis="y")
-    axes.legend(fontsize="small", ncols=2)
+    outside_legend(axes)
     return fig
+
+
+def outside_legend(axes) -> None:
+    """The legend right of the axes, never over a curve (save's tight box grows to hold it)."""
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 def rtf_figure(results: Sequence[Mapping[str, Any]]):

@@ -23,16 +23,6 @@ from nsbench.text import plural
 
 FOREST_FILE = "forest.png"
 ORACLE_RANK = "oracle"  # what the rank column says of an upper bound
-# Up to 16 engines, each its own colour: Kelly's colours of maximum contrast
-# (1965) without white and black, in his order, whose neighbours differ most.
-PALETTE = ("#e6a100", "#875692", "#f38400", "#2b7fd4", "#be0032", "#7a9a00", "#848482", "#008856",
-           "#e68fac", "#0067a5", "#f99379", "#604e97", "#f6a600", "#b3446c", "#882d17", "#222222")
-
-
-def colour_of(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
-
-
 def ordered(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> list[tuple[Mapping[str, Any], dict | None]]:
     """(result, its ranking row or None): ranked systems by rank, then oracles, then the rest, each in run order."""
     by_name = {r["engine"]: r for r in highlights.ordered(results)}
@@ -141,7 +131,7 @@ def change_texts(ranking: Mapping[str, Any] | None) -> list[str]:
 
 def write_forest(folder: Path, results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> str:
     """forest.png: the headline's mean and 95% CI per engine, in rank order; its file name, or "" if nothing to draw."""
-    from nsbench.report.plots import figure
+    from nsbench.report.plots import colour_of, figure
 
     headline = headline_of(results)
     drawn = [(result, row) for result, row in ordered(results, ranking)
