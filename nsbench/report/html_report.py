@@ -51,8 +51,10 @@ def html_page(
     body = [
         f"<h1>nsbench report: {esc(dataset)}</h1>",
         lead,  # the ranking and its forest plot (nsbench.report.rank_report)
-        "<p>Means over clips; SI-SDR without mean removal (torchmetrics zero_mean=False); "
-        "confidence intervals are percentile bootstraps (1000 resamples, seeded). "
+        "<p>Means over clips; "
+        # Only about the metrics that ran: a run without references computes no SI-SDR.
+        + ("SI-SDR without mean removal (torchmetrics zero_mean=False); " if no_reference.intrusive_scored(ordered) else "")
+        + "confidence intervals are percentile bootstraps (1000 resamples, seeded). "
         "Click a table's header to sort it; type in a box to filter its rows (words, or <code>column=value</code>).</p>",
         *([f"<p>{esc(no_reference.results_text(ordered))}</p>"] if no_reference.results_text(ordered) else []),
         highlights_html(ordered),

@@ -91,3 +91,10 @@ def oracle_note(oracle_names: Sequence[str], sources: Sequence[ClipSource]) -> s
 def results_text(results: Sequence[Mapping[str, Any]]) -> str:
     """reference_text of a run's results (every engine's JSON holds the same ``reference_use``)."""
     return reference_text(next((r["reference_use"] for r in results if r.get("reference_use")), None))
+
+
+def intrusive_scored(results: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether some clip had a reference, so the intrusive metrics (SI-SDR) ran: the
+    reports explain them only then."""
+    use = next((r["reference_use"] for r in results if r.get("reference_use")), None)
+    return not use or use.get("clips_without_reference", 0) < use.get("clips", 0)

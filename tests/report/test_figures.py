@@ -62,7 +62,7 @@ def test_the_heatmap_scale_is_set_by_the_engines_and_the_oracle_is_marked_apart(
     speex = [row["metrics"]["si_sdri"]["mean"] for row in results["speex"]["cells"]]
     oracle = [row["metrics"]["si_sdri"]["mean"] for row in results["oracle-irm"]["cells"]]
     assert max(map(abs, oracle)) > 1.5 * max(map(abs, speex))  # the case this guards: an oracle far above the engines
-    assert f"full colour at &plusmn;{max(map(abs, speex)):.1f}, set by the engines" in page
+    assert f"full colour at a difference of &plusmn;{max(map(abs, speex)):.2f}, set by the engines" in page
     rows = heat_rows(page)
     best = max(speex, key=abs)
     colours = dict((text, colour) for colour, text in rows["speex"])
