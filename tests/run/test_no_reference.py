@@ -99,6 +99,11 @@ def test_a_noisy_only_folder_runs_end_to_end_with_dnsmos_and_no_intrusive_metric
     assert "No clip has a clean reference." in report and "dnsmos_ovrl" in report
     assert "No clip has a clean reference." in (folder / "report.html").read_text()
     assert "no clean reference" in (folder / "report.html").read_text()  # the listening grid's clean column
+    # Its explanations are about what ran: no SI-SDR convention; ranked on the DNSMOS figures that ran.
+    assert "SI-SDR" not in report.split("## Per engine")[0] and "SI-SDR" not in (folder / "report.html").read_text()
+    ranking = json.loads((folder / "ranking.json").read_text())
+    assert set(ranking["settings"]["categories"]) == {"non-intrusive"}
+    assert {"dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak"} <= set(ranking["settings"]["categories"]["non-intrusive"])
 
 
 def test_unpaired_noisy_files_stop_the_run_unless_allowed(tmp_path, capsys):
