@@ -161,7 +161,8 @@ def stored_ranking(compared: str | None) -> dict[str, Any] | None:
     if not isinstance(systems, list):
         return None
     return {"systems": [row for row in systems if isinstance(row, dict) and isinstance(row.get("system"), str)
-                        and isinstance(row.get("overall_rank"), int)], "settings": stored.get("settings", {})}
+                        and isinstance(row.get("overall_rank"), int)],
+            "settings": stored["settings"] if isinstance(stored.get("settings"), dict) else {}}
 
 
 def rank_changes(ranking: Mapping[str, Any], stored: Mapping[str, Any] | None) -> list[dict[str, Any]]:

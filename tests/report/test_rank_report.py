@@ -79,3 +79,41 @@ def test_one_system_is_not_a_ranking():
     pools = Pools()
     records = {"passthrough": table(pools, "passthrough", [(0.0, 1.0)] * 5)}
     assert run_ranking([result("passthrough")], records, [spec("good", True, "a")], "good") is None
+
+
+def test_compare_names_an_engine_whose_rank_changed_and_whether_its_interval_holds_the_old_one(tmp_path):
+    import json
+
+    from nsbench.report.run_ranking import change_lines, rank_changes, stored_ranking
+
+    settings = {"ties": "dense", "decimals": None, "categories": {"a": ["good"]}}
+    (tmp_path / "ranking.json").write_text(json.dumps({"systems": [
+        {"system": "x", "overall_rank": 1}, {"system": "y", "overall_rank": 2}, {"system": 3, "overall_rank": "bad"}],
+        "settings": settings}))
+    stored = stored_ranking(str(tmp_path))
+    assert [row["system"] for row in stored["systems"]] == ["x", "y"]  # a malformed row is left out, not trusted
+    now = {"systems": [{"system": "y", "overall_rank": 1, "overall_interval": [1, 1]},
+                       {"system": "x", "overall_rank": 2, "overall_interval": [1, 2]}], "settings": settings}
+    lines = change_lines(rank_changes(now, stored))
+    assert lines == ["rank: y 2 -> 1", "rank: x 1 -> 2 (within its interval: not a clear change)"]
+    (tmp_path / "empty").mkdir()
+    assert stored_ranking(str(tmp_path / "empty")) is None
+    (tmp_path / "ranking.json").write_text('{"systems": [], "settings": "not a mapping"}')
+    assert rank_changes(now, stored_ranking(str(tmp_path))) == []
+
+
+def test_a_partial_set_runs_what_is_here_and_names_the_rest(capsys):
+    from nsbench import MetricSetSpec, UserError
+    from nsbench.plugins.manager import get_plugin_manager
+    from nsbench.plugins.registry import build_registry
+
+    registry = build_registry(get_plugin_manager())
+    spec = MetricSetSpec(name="some", metrics=("stoi", "nisqa"), description="", partial=True)
+    assert registry.partial_members(spec) == ("stoi",)
+    assert "not available here: nisqa" in capsys.readouterr().err
+    import pytest
+
+    with pytest.raises(UserError, match="none of its metrics is available here"):
+        registry.partial_members(MetricSetSpec(name="none", metrics=("nisqa",), description="", partial=True))
+    assert set(registry.set_members("urgent")) <= {"dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "pesq_wb",
+                                                    "estoi", "bss_sdr", "lsd", "wer"}
