@@ -109,8 +109,8 @@ def test_an_engine_receives_only_its_plugins_flags_and_the_seed(tmp_path, monkey
     assert main(argv) == 0
     assert TwoPlugins.received["first"] == {"first_level": 3.0, "seed": None}
     assert TwoPlugins.received["second"] == {"second_level": 2.0, "seed": 4}
-    # One writer, each result file once (it was twice: after each engine, then with the comparisons).
-    assert written == Counter({"passthrough.json": 1, "first.json": 1, "second.json": 1})
+    # One writer, each result file once (it was twice: after each engine, then with the comparisons); and the ranking once.
+    assert written == Counter({"passthrough.json": 1, "first.json": 1, "second.json": 1, "ranking.json": 1})
 
 
 def parsed_config(argv: list[str]) -> RunConfig:
