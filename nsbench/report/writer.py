@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, paper_table, run_folders, streaming_summary
+from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, run_folders, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
@@ -137,7 +137,8 @@ class SourceLookup:
 
 class ResultsWriter:
     def __init__(self, config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
-                 baselines: Sequence[str] = (), conditions: Sequence[str] = (), identity: Mapping[str, Any] | None = None):
+                 baselines: Sequence[str] = (), conditions: Sequence[str] = (), identity: Mapping[str, Any] | None = None,
+                 ratings: Sequence[Any] = ()):
         if (config.plots or config.html) and not can_draw():  # a core install, without [report]
             print(NO_MATPLOTLIB, file=sys.stderr)
             config = dataclasses.replace(config, plots=False, html=False)
@@ -154,6 +155,9 @@ class ResultsWriter:
         self.stored = compare.load_stored(config.compare, dataset.name) if config.compare else None
         self.records: dict[str, RecordTable] = {}  # each engine's, as columns
         self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.report.agreement), once finished
+        self.ratings = ratings  # a rated set's (nsbench.ratings.RatedSet per cell)
+        self.human: dict[str, Any] = {}  # the listeners' agreement (nsbench.report.human_agreement), once finished
+        self.human_figures: list[str] = []
         self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
         self.spill = OutputSpill() if config.html and not config.output_folder else None
 
@@ -264,8 +268,10 @@ class ResultsWriter:
         current = results
         results = [*results, *self.earlier(results)]
         self.agreement = self.panel_agreement(results)
+        self.human, self.human_figures = self.human_agreement()  # before report.html, which shows it
         sections, code = self.extras(results, grid, current)
-        sections = [text for text in [agreement.agreement_markdown(self.agreement)] if text] + sections
+        sections = [text for text in [human_report.markdown(self.human, self.human_figures), agreement.agreement_markdown(self.agreement)]
+                    if text] + sections
         blocks = streaming.blocks_from(self.config)
         if blocks:
             sections.insert(0, streaming_summary.report_section(results, blocks, self.config.jobs))
@@ -342,6 +348,15 @@ class ResultsWriter:
             write_json(self.folder / "agreement.json", found)
         return found
 
+    def human_agreement(self) -> tuple[dict[str, Any], list[str]]:
+        """The metrics against a rated set's ratings, written as human-agreement.json with its scatters; ({}, []) on other sets."""
+        found = human_agreement.run_agreement(self.ratings, self.records, self.metrics, (self.baselines or [None])[0])
+        (self.folder / human_agreement.FILE_NAME).unlink(missing_ok=True)  # an earlier run's
+        if not found:
+            return {}, []
+        write_json(self.folder / human_agreement.FILE_NAME, found)
+        return found, human_report.write_figures(self.folder, found) if self.config.plots else []
+
     def add_comparisons(self, results: list[dict[str, Any]]) -> None:
         metrics = compared_metrics(self.metrics, self.headline)
         comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
@@ -369,5 +384,5 @@ class ResultsWriter:
             table = compare.comparison_rows(regression)
             text = compare.comparison_text(regression)
         write_atomically(self.folder / "report.html", html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
-                   grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice]))
+                   grid, [*sections, *human_report.html_section(self.human, self.human_figures), *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice]))
 
