@@ -36,8 +36,7 @@ from typing import Any, Iterator, Mapping
 
 from nsbench import DatasetSpec, UserError, hookimpl
 from nsbench.builtin.datasets.rated import CELL_KEYS, describe_sets, sources_of
-from nsbench import ratings as rated_sets
-from nsbench.ratings import RatedItem, RatedSet, Rating
+from nsbench.adapters import RatedItem, RatedSet, Rating, read_rated_set
 
 WORKBOOK = "CSP835_Ref_Conditions.xlsx"
 BUNDLED = Path(__file__).resolve().parent / "p835_wb"
@@ -160,7 +159,7 @@ def published_sets(root: Path) -> list[RatedSet]:
 
 def ratings(options: Mapping[str, Any]) -> list[RatedSet]:
     folder = options.get("data_folder")
-    return published_sets(Path(folder)) if folder else [rated_sets.read(BUNDLED, "wb")]
+    return published_sets(Path(folder)) if folder else [read_rated_set(BUNDLED, "wb")]
 
 
 def clips(options: Mapping[str, Any]) -> list:

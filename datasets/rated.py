@@ -27,10 +27,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench import ClipSource, DatasetSpec, hookimpl
-from nsbench.adapters import DEFAULT_MAX_LAG_SECONDS, estimate_lag, load_noisy, load_pair
-from nsbench import ratings as rated_sets
-from nsbench.plugins.records import Clip
+from nsbench import Clip, ClipSource, DatasetSpec, hookimpl
+from nsbench.adapters import DEFAULT_MAX_LAG_SECONDS, RATINGS_TABLE, RatedSet, estimate_lag, load_noisy, load_pair, read_rated_set
 
 CELL_KEYS = ("set", "condition")
 NO_CONDITION = "-"
@@ -63,7 +61,7 @@ def replace_clean(clip: Clip, clean: np.ndarray, note: str) -> Clip:
     return dataclasses.replace(clip, clean=clean, notes=(*clip.notes, note))
 
 
-def sources_of(rated: rated_sets.RatedSet) -> list[ClipSource]:
+def sources_of(rated: RatedSet) -> list[ClipSource]:
     sources = []
     for item in rated.items:
         labels = {"set": rated.cell, "condition": item.condition or NO_CONDITION}
@@ -79,14 +77,14 @@ def folder_of(options: Mapping[str, Any]) -> Path:
 
 
 def clips(options: Mapping[str, Any]) -> list[ClipSource]:
-    return sources_of(rated_sets.read(folder_of(options)))
+    return sources_of(read_rated_set(folder_of(options)))
 
 
-def ratings(options: Mapping[str, Any]) -> list[rated_sets.RatedSet]:
-    return [rated_sets.read(folder_of(options))]
+def ratings(options: Mapping[str, Any]) -> list[RatedSet]:
+    return [read_rated_set(folder_of(options))]
 
 
-def describe_sets(sets: list[rated_sets.RatedSet]) -> dict[str, Any]:
+def describe_sets(sets: list[RatedSet]) -> dict[str, Any]:
     """Each set's folder and a hash of its table and its files' sizes."""
     described = {}
     for rated in sets:
