@@ -163,3 +163,33 @@ def test_the_real_workbook_and_the_bundled_set_agree():
 
 def test_the_bundled_set_fits_in_ten_megabytes():
     assert sum(p.stat().st_size for p in p835_reference.BUNDLED.iterdir()) < 10e6
+
+
+def test_a_rated_run_scores_the_rated_files_and_marks_named_engines_not_rated(tmp_path, monkeypatch, capsys):
+    """--dataset rated end to end on six files: the passthrough's scores against the ratings,
+    speex run too and named as not rated; SI-SDR only, so it takes a second or two."""
+    import json
+
+    from nsbench.cli import main
+
+    folder = tmp_path / "set"
+    folder.mkdir()
+    rng = np.random.default_rng(4)
+    clean = (0.3 * rng.normal(size=16000)).astype(np.float32)
+    soundfile.write(folder / "src.wav", clean, 16000)
+    lines = ["file,condition,reference,mos,mos_votes,mos_std,mos_ci95"]
+    for number, noise in enumerate([0.01, 0.05, 0.1, 0.2, 0.4, 0.8]):
+        soundfile.write(folder / f"n{number}.wav", np.clip(clean + noise * rng.normal(size=16000), -1, 1).astype(np.float32), 16000)
+        lines.append(f"n{number}.wav,c{number // 2},src.wav,{4.5 - 0.6 * number},8,0.7,0.49")
+    (folder / "ratings.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("NSBENCH_CACHE", str(tmp_path / "cache"))
+    code = main(["--dataset", "rated", "--data-folder", str(folder), "--engine", "speex", "--metric", "si_sdr",
+                 "--results-folder", str(tmp_path / "results"), "--no-plots", "--no-html"])
+    printed = capsys.readouterr().out
+    assert code == 0 and "not rated (outputs nobody rated, left out of the agreement): speex" in printed
+    (run,) = [p for p in (tmp_path / "results").iterdir() if p.is_dir() and not p.is_symlink()]
+    payload = json.loads((run / "human-agreement.json").read_text())
+    assert payload["rated_engine"] == "passthrough" and payload["not_rated"] == ["speex"]
+    file_row = next(r for r in payload["human"] if r["level"] == "file")
+    assert file_row["n"] == 6 and file_row["spearman"] == pytest.approx(1.0)  # less noise, higher SI-SDR and rating
+    assert next(r for r in payload["human"] if r["level"] == "condition")["n"] == 3
