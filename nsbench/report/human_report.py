@@ -75,7 +75,8 @@ def terminal_lines(payload: Mapping[str, Any]) -> list[str]:
     by_condition = {(r["cell"], r["metric"], r["dimension"]): r for r in payload["human"] if r["level"] == CONDITION}
     head = ["cell", "metric", "dim", "n", "r", "r map", "rho [95% CI]", "tau", "RMSE*", "outl.", "| cond. n", "rho", "r map"]
     rows = [head]
-    for row in ordered([r for r in payload["human"] if r["level"] == FILE]):
+    file_rows = [r for r in payload["human"] if r["level"] == FILE]
+    for row in ordered([r for r in file_rows if math.isfinite(r["spearman"])]):
         cond = by_condition.get((row["cell"], row["metric"], row["dimension"]))
         rows.append([row["cell"], row["metric"], row["dimension"], str(row["n"]), num(row["pearson"]), num(row["pearson_mapped"]),
                      with_interval(row, "spearman"), num(row["kendall"]), num(row["rmse_star"]), num(row["outlier_ratio"]),
@@ -84,6 +85,9 @@ def terminal_lines(payload: Mapping[str, Any]) -> list[str]:
     lines = ["agreement with the listeners (ITU-T P.1401; r Pearson, rho Spearman, tau Kendall tau-b; "
              f"{Path(payload.get('file', 'human-agreement.json')).name} has every figure):"]
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    constant = sorted({r["metric"] for r in file_rows if not math.isfinite(r["spearman"])})
+    if constant:
+        lines.append(f"no correlation (the same value on every rated file): {', '.join(constant)}")
     lines += [f"{cell}: references aligned: {median_lag_text(a)}" for cell, a in payload["alignment"].items()
               if a["lags"] or a["unaligned"]]
     if payload["not_rated"]:
