@@ -92,6 +92,12 @@ EXPORTS: dict[str, tuple[str, str, str]] = {
     "mix_at_snr": ("nsbench.synth.noises", "mix_at_snr", "(noisy, scaled noise): a noise added to a voice at an SNR in dB"),
     # Conditions.
     "NO_CONDITION": ("nsbench.run.conditions", "NONE", "the name of the condition that leaves the input as it is ('none')"),
+    # Rated sets (datasets whose files people rated: nsbench.ratings).
+    "RatedSet": ("nsbench.ratings", "RatedSet", "a rated set: its folder, cell, rated dimensions and items (DatasetSpec.ratings returns them)"),
+    "RatedItem": ("nsbench.ratings", "RatedItem", "one rated file: its path, condition, reference and a Rating per dimension"),
+    "Rating": ("nsbench.ratings", "Rating", "one dimension's rating: mean, votes, std, 95% half-interval (NaN where unknown)"),
+    "read_rated_set": ("nsbench.ratings", "read", "DIR/ratings.csv read and checked whole; UserError with one line per problem"),
+    "RATINGS_TABLE": ("nsbench.ratings", "TABLE", "'ratings.csv': the rated layout's table"),
     # Provenance and text.
     "package_versions": ("nsbench.report.provenance", "package_versions", "installed versions of distributions by name ('not installed' where absent)"),
     "plural": ("nsbench.text", "plural", "'1 clip', '2 clips': a count with its noun"),
@@ -137,6 +143,9 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from nsbench.model_files import engine_session, package_file, verified
     from nsbench.recognition import TRANSCRIPTS_FOLDER, load_with_transcript, normalise_transcript, store_from_options, with_text, word_error_rate
     from nsbench.recognition import built as built_recogniser
+    from nsbench.ratings import TABLE as RATINGS_TABLE
+    from nsbench.ratings import RatedItem, RatedSet, Rating
+    from nsbench.ratings import read as read_rated_set
     from nsbench.report.provenance import package_versions
     from nsbench.run.conditions import NONE as NO_CONDITION
     from nsbench.store.cache import cache_root

@@ -28,7 +28,7 @@ if not INSTALLED:
 # not plugins.
 BUILTIN_MODULES = {
     "engines": ["passthrough", "user_models", "rnnoise", "deepfilternet", "noisereduce_gate", "webrtc_ns", "speex_ns", "nsnet2", "gtcrn", "dtln", "hush", "oracle_masks", "koala"],
-    "datasets": ["demo", "folder", "dns2020", "dns2020_real", "dns2020_blind", "voicebank", "musdb", "biodenoising", "fuss"],
+    "datasets": ["demo", "folder", "dns2020", "dns2020_real", "dns2020_blind", "voicebank", "musdb", "biodenoising", "fuss", "rated", "p835_reference"],
     "metrics": ["sisdr", "intelligibility", "levels", "realtime", "pesq_metric", "composite", "spectral_distance", "bss_eval", "dnsmos", "speech_gated", "demixing", "fuss_sisnr", "wer", "urgent"],
     "conditions": ["processing", "codecs"],
 }

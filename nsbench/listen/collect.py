@@ -28,6 +28,8 @@ from nsbench.listen.build import FORMAT, KEY_FILE
 from nsbench.listen.design import MUSHRA, P835_SCALES, REFERENCE
 from nsbench.listen.report_section import RESULTS_JSON, RESULTS_MD
 from nsbench.plugins.errors import UserError
+from nsbench.ratings import Z95, RatedItem, RatedSet, Rating
+from nsbench.report import human_agreement
 
 REFERENCE_FLOOR = 90  # BS.1534-3 post-screening: the hidden reference below this ...
 REFERENCE_SHARE = 0.15  # ... in more than this share of the trials excludes the assessor
@@ -294,6 +296,35 @@ def agreement(collected: Collected, ratings: list[dict[str, Any]]) -> dict[str, 
     return out
 
 
+def rated_set(collected: Collected, ratings: list[dict[str, Any]], folder: Path = Path(".")) -> RatedSet:
+    """The collected ratings as a rated set (nsbench.ratings): one item per
+    stimulus (clip x condition), each scale's mean over its ratings with their
+    count, standard deviation and 95 % half-interval, so that the listening
+    test's agreement comes from the same code as a public rated set's."""
+    by_stimulus: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in ratings:
+        by_stimulus[r["clip"], r["condition"]].append(r)
+    items = []
+    for (clip, cid), given in sorted(by_stimulus.items()):
+        scored = {}
+        for scale in collected.scales:
+            values = np.array([r[scale] for r in given], dtype=np.float64)
+            std = float(values.std(ddof=1)) if len(values) > 1 else math.nan
+            scored[scale] = Rating(float(values.mean()), len(values), std, Z95 * std / math.sqrt(len(values)))
+        items.append(RatedItem(f"{clip}/{cid}", cid, "", scored, name=f"{clip}/{cid}"))
+    return RatedSet(folder, collected.key["test"], tuple(collected.scales), tuple(items))
+
+
+def metric_values(collected: Collected, rated: RatedSet) -> dict[str, dict[str, float]]:
+    """metric -> stimulus -> the metric's value on the condition's output of the clip (the key's scores)."""
+    found: dict[str, dict[str, float]] = defaultdict(dict)
+    for item in rated.items:
+        clip, _, cid = item.clip_id.partition("/")
+        for metric, value in collected.key["scores"].get(clip, {}).get(cid, {}).items():
+            found[metric][item.clip_id] = float(value)
+    return {metric: found[metric] for metric in sorted(found)}
+
+
 def balance(collected: Collected) -> dict[str, Any]:
     """How often each (clip, condition) pair was rated by the kept listeners."""
     counts = Counter((r["clip"], r["condition"]) for r in test_ratings(collected))
@@ -316,6 +347,8 @@ def results_of(collected: Collected) -> dict[str, Any]:
         "balance": balance(collected),
         "conditions": condition_scores(collected, ratings),
         "agreement": agreement(collected, ratings),
+        # P.1401's figures (nsbench.report.human_agreement), as on a rated set: one path for every source of ratings.
+        "human": human_agreement.cell_rows(rated := rated_set(collected, ratings), metric_values(collected, rated)),
     }
 
 

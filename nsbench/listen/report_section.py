@@ -123,6 +123,10 @@ def markdown(payload: Mapping[str, Any]) -> str:
         f"sorted by agreement per stimulus, the metric's direction applied; {RESULTS_JSON} has every metric and scale):",
         md_table(*agreement_rows(payload)),
     ]
+    if payload.get("human"):  # the same P.1401 table a rated set gets (nsbench.report.human_report)
+        from nsbench.report.human_report import table
+
+        parts += ["ITU-T P.1401 figures (stimulus = file level, condition level; as a rated set's):", md_table(*table(payload))]
     if excluded:
         parts.append("Excluded by screening:\n\n" + "\n".join(f"- {md(l['listener'])} (part {md(l['part'])}): {md(l['excluded'])}"
                                                              for l in excluded))

@@ -173,6 +173,9 @@ class DatasetSpec:
     pooled_cells: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The set a run uses without --dataset (the built-in demo); at most one should say so.
     default: bool = False
+    # A rated set's ratings (nsbench.ratings.RatedSet, one per cell): the report
+    # sets the metrics against them (nsbench.report.human_agreement). None: no ratings.
+    ratings: Callable[[Mapping[str, Any]], Sequence[Any]] | None = None
 
 
 # --------------------------------------------------------------------------- metrics

@@ -21,9 +21,9 @@ metric's direction (a WER, lower is better, against DNSMOS, higher is
 better, counts the reverse order as agreement). Fewer than MIN_ENGINES
 engines give no rank correlation (n/a, with the count).
 
-Spearman is computed here (average ranks, then Pearson's r of the ranks),
-without importing scipy.stats (see nsbench/report/signed_rank.py for why);
-tests/report/test_agreement.py holds it to ``scipy.stats.spearmanr``.
+Spearman is nsbench.report.correlation's (average ranks, then Pearson's r
+of the ranks), without scipy.stats; tests/report/test_agreement.py holds it
+to ``scipy.stats.spearmanr``.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nsbench.report import layout
+from nsbench.report.correlation import average_ranks, spearman  # noqa: F401 (re-exported: the tests hold them to scipy)
 from nsbench.report.baselines import clip_values
 from nsbench.plugins.records import ClipRecord
 from nsbench.report.record_table import RecordTable, as_tables
@@ -40,34 +41,6 @@ from nsbench.plugins.specs import MetricSpec
 
 MIN_ENGINES = 3  # two points always rank-correlate by +-1
 MIN_CLIPS = 3
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties sharing their mean rank (scipy.stats.rankdata's "average").
-    In numpy throughout (a loop over the runs of equal values was a Python
-    step per clip: 100,000 clips x every metric pair)."""
-    order = np.argsort(values, kind="mergesort")
-    sorted_values = values[order]
-    # Each run of equal values gets the mean of its positions: (start + 1 + end) / 2.
-    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    sizes = np.diff(np.r_[starts, len(values)])
-    ranks = np.empty(len(values), dtype=np.float64)
-    ranks[order] = np.repeat((2 * starts + 1 + sizes) / 2, sizes)
-    return ranks
-
-
-def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rho of two equal-length samples; NaN where either is constant or too short."""
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"spearman needs two 1-D samples of one length, got {x.shape} and {y.shape}")
-    if len(x) < 2 or np.isnan(x).any() or np.isnan(y).any():
-        return math.nan
-    rx, ry = average_ranks(x) - (len(x) + 1) / 2, average_ranks(y) - (len(y) + 1) / 2
-    denominator = math.sqrt(float(np.dot(rx, rx)) * float(np.dot(ry, ry)))
-    if denominator == 0.0:
-        return math.nan
-    return max(-1.0, min(1.0, float(np.dot(rx, ry)) / denominator))
 
 
 def judges_and_intrusive(metrics: Sequence[MetricSpec]) -> tuple[list[MetricSpec], list[MetricSpec]]:

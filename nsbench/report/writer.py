@@ -31,11 +31,11 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, layout, listening_grid, model, paper_table, rank_report, run_folders, run_ranking, streaming_summary
+from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, rank_report, run_folders, run_ranking, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
@@ -45,6 +45,7 @@ from nsbench.store import atomic, folders
 from nsbench.report.baselines import compare_with_baselines, compared_metrics
 from nsbench.report.format import md
 from nsbench.report.markdown import report_markdown
+from nsbench.report.clip_log import ClipLog
 from nsbench.report.output_spill import OutputSpill
 from nsbench.report.model import file_stem
 from nsbench.report.tables import headline_higher_is_better, headline_of
@@ -61,45 +62,6 @@ def write_atomically(path: Path, text: str) -> None:
 
 def write_json(path: Path, payload: Any) -> None:
     write_atomically(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
-
-
-class ClipLog:
-    """``<engine>.clips.jsonl``, one line per clip, written as each arrives so
-    an interrupted run keeps every clip already scored (appended, so not
-    through write_atomically). Each line is there whole or not at all: one
-    that a full disk cuts short is cut off again, and the run stops in one line."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._file = None  # opened with the first record: an engine that never starts leaves no file
-
-    def add(self, record: ClipRecord) -> int:
-        """Writes the record's line; returns where it starts (RecordTable rereads it from there)."""
-        line = (json.dumps(record.to_json()) + "\n").encode()
-        with folders.stop_on_failure(self.path.parent, "the results folder", "the clip lines written before are whole"):
-            if self._file is None:
-                self._file = open_log(self.path)
-            offset = self._file.tell()
-            try:
-                written = 0
-                while written < len(line):  # unbuffered: a write may take only part of it
-                    written += self._file.write(line[written:])
-            except OSError as error:
-                self._file.truncate(offset)
-                self._file.seek(offset)
-                raise OSError(error.errno, error.strerror, str(self.path)) from None
-        return offset
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-
-
-def open_log(path: Path) -> BinaryIO:
-    """A .clips.jsonl, emptied, unbuffered: each line goes to the file system as one write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path.open("wb", buffering=0)
-
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -137,7 +99,8 @@ class SourceLookup:
 
 class ResultsWriter:
     def __init__(self, config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
-                 baselines: Sequence[str] = (), conditions: Sequence[str] = (), identity: Mapping[str, Any] | None = None):
+                 baselines: Sequence[str] = (), conditions: Sequence[str] = (), identity: Mapping[str, Any] | None = None,
+                 ratings: Sequence[Any] = ()):
         if (config.plots or config.html) and not can_draw():  # a core install, without [report]
             print(NO_MATPLOTLIB, file=sys.stderr)
             config = dataclasses.replace(config, plots=False, html=False)
@@ -155,6 +118,9 @@ class ResultsWriter:
         self.stored_ranking = run_ranking.stored_ranking(config.compare)  # the same: read before this run writes its own
         self.records: dict[str, RecordTable] = {}  # each engine's, as columns
         self.agreement: dict[str, Any] = {}  # the panel's agreement (nsbench.report.agreement), once finished
+        self.ratings = ratings  # a rated set's (nsbench.ratings.RatedSet per cell)
+        self.human: dict[str, Any] = {}  # the listeners' agreement (nsbench.report.human_agreement), once finished
+        self.human_figures: list[str] = []
         self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
         self.spill = OutputSpill() if config.html and not config.output_folder else None
         self.rank_categories = run_ranking.parse_categories(config.rank_categories)  # checked before the first clip
@@ -270,8 +236,10 @@ class ResultsWriter:
         self.ranking = self.rank(current)
         results = [*results, *self.earlier(results)]
         self.agreement = self.panel_agreement(results)
+        self.human, self.human_figures = self.human_agreement()  # before report.html, which shows it
         sections, code = self.extras(results, grid, current)
-        sections = [text for text in [agreement.agreement_markdown(self.agreement)] if text] + sections
+        sections = [text for text in [human_report.markdown(self.human, self.human_figures), agreement.agreement_markdown(self.agreement)]
+                    if text] + sections
         blocks = streaming.blocks_from(self.config)
         if blocks:
             sections.insert(0, streaming_summary.report_section(results, blocks, self.config.jobs))
@@ -361,6 +329,15 @@ class ResultsWriter:
             write_json(self.folder / "agreement.json", found)
         return found
 
+    def human_agreement(self) -> tuple[dict[str, Any], list[str]]:
+        """The metrics against a rated set's ratings, written as human-agreement.json with its scatters; ({}, []) on other sets."""
+        found = human_agreement.run_agreement(self.ratings, self.records, self.metrics, (self.baselines or [None])[0])
+        (self.folder / human_agreement.FILE_NAME).unlink(missing_ok=True)  # an earlier run's
+        if not found:
+            return {}, []
+        write_json(self.folder / human_agreement.FILE_NAME, found)
+        return found, human_report.write_figures(self.folder, found) if self.config.plots else []
+
     def add_comparisons(self, results: list[dict[str, Any]]) -> None:
         metrics = compared_metrics(self.metrics, self.headline)
         comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
@@ -389,6 +366,7 @@ class ResultsWriter:
             table = compare.comparison_rows(regression)
             text = compare.comparison_text(regression)
         write_atomically(self.folder / "report.html", html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
-                   grid, [*sections, *agreement.agreement_html(self.agreement)], notices=[notice for notice in notices if notice],
+                   grid, [*sections, *human_report.html_section(self.human, self.human_figures), *agreement.agreement_html(self.agreement)],
+                   notices=[notice for notice in notices if notice],
                    lead=rank_report.html_section(results, self.ranking, self.folder / self.forest if self.forest else None)))
 

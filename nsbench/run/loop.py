@@ -22,7 +22,7 @@ from nsbench.run.executors import executor_for
 from nsbench.run.interrupts import Interrupted, as_interrupted, held
 from nsbench.run.plan import plan_run
 from nsbench.run.session import Run, Stopped
-from nsbench.report import failures
+from nsbench.report import failures, human_report
 from nsbench.report.format import md
 from nsbench.report.model import file_stem
 from nsbench.report.terminal import run_notes_lines, summary_text
@@ -38,7 +38,7 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     """The run's top: plan it, then run every engine where the clips run; the exit code."""
     plan = plan_run(config, registry)
     writer = ResultsWriter(config, plan.dataset, plan.sources, plan.reported, plan.baselines, conditions=plan.conditions,
-                           identity=plan.shared["run_identity"])
+                           identity=plan.shared["run_identity"], ratings=plan.ratings)
     with writer.held([engine.name for engine in plan.engines]), \
             executor_for(config.executor, config.jobs, config.scheduler, list(plan.engines), config.clip_timeout) as executor:
         return run_engines(Run(plan, writer, executor))
@@ -124,6 +124,8 @@ def print_summary(run: Run, results: list[dict[str, Any]], not_run: dict[str, st
         reports = [folder / "report.md", *([folder / "report.html"] if run.writer.config.html else [])]
         print(summary_text(run.plan.dataset.name, results, reports, not_run, run.writer.ranking))
         for line in run_notes_lines(results, run.writer.coverage, not_run, config.engines):
+            print(line)
+        for line in human_report.terminal_lines(run.writer.human):
             print(line)
     print(f"nsbench: results in {folder}/", file=sys.stderr)
 

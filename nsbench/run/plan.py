@@ -45,6 +45,7 @@ class RunPlan:
     # With a cache: each metric's digest (name, version, code), the same for every engine.
     metric_identities: Mapping[str, str]
     shared: Mapping[str, Any]  # in every <engine>.json: the dataset's description, the provenance, the run's identity
+    ratings: tuple[Any, ...] = ()  # a rated set's ratings (nsbench.ratings.RatedSet per cell); () for other sets
 
     def engine_options(self, engine: EngineSpec) -> dict[str, Any]:
         """What the engine's factory receives: the flags its plugin added (the
@@ -87,12 +88,13 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     sources = dataset.clips(dataset_options)[: config.limit]
     if not sources:
         raise UserError(f"dataset '{dataset.name}' has no clips")
-    if not engines:
-        engines = select_engines([], registry, sources)
+    ratings = tuple(dataset.ratings(dataset_options)) if dataset.ratings else ()
+    if not engines:  # on a rated set the rated files are the passthrough's outputs: nothing else by default
+        engines = select_engines(baseline_names(registry)[:1] if ratings else [], registry, sources)
         flag_use.check_engine_flags(config, registry, engines)
     engines = [declared_by_flags(spec, config, registry) for spec in engines]
     check_engines(engines, config, registry)
-    metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources),
+    metrics, metric_options = bind_options(named_metrics or select_metrics([], registry, sources, bool(ratings)),
                                            lambda metric: config.plugin_flags(registry.metrics.get(metric.name).plugin),
                                            metric_context(registry, config.use_cache, config.rerun))
     dataset = dataclasses.replace(dataset, headline_metric=no_reference.headline(
@@ -111,7 +113,7 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
         config.block_size, config.block_ms)
     run_cache = cache.Cache(cache.cache_root(), read=not config.rerun) if config.use_cache else None
     return RunPlan(config, registry, dataset, tuple(engines), tuple(sources), tuple(metrics), names,
-                   streaming.blocks_from(config), run_cache, identities if run_cache else {}, shared)
+                   streaming.blocks_from(config), run_cache, identities if run_cache else {}, shared, ratings)
 
 
 def dataset_of(config: RunConfig, registry: Registry) -> DatasetSpec:
@@ -201,11 +203,16 @@ def baseline_names(registry: Registry) -> list[str]:
     return [record.spec.name for record in registry.engines if record.spec.baseline]
 
 
-def select_metrics(names: list[str], registry: Registry, sources: Sequence[ClipSource] = ()) -> list[MetricSpec]:
+def select_metrics(names: list[str], registry: Registry, sources: Sequence[ClipSource] = (), rated: bool = False) -> list[MetricSpec]:
     if names:  # a set's name (--metric vbd-row) stands for its metrics
         return [registry.metrics.require_available(name).spec for name in registry.metric_names(names)]
-    # Without references the no-reference panel runs by default (nsbench.run.no_reference).
-    return no_reference.default_metrics([r.spec for r in registry.metrics if r.available], sources)
+    # Without references the no-reference panel runs by default (nsbench.run.no_reference);
+    # on a rated set too: the models trained on ratings are the first to hold against them.
+    available = [r.spec for r in registry.metrics if r.available]
+    chosen = no_reference.default_metrics(available, sources)
+    if rated:
+        chosen += [spec for spec in available if spec not in chosen and not spec.needs_reference and spec.needs_voice]
+    return chosen
 
 
 def metric_identities(metrics: Sequence[MetricSpec], registry: Registry, options: Mapping[str, Any] = {}) -> dict[str, str]:

@@ -27,7 +27,7 @@ import pytest
 from nsbench.cli import main
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.report import listening_grid, model, writer
+from nsbench.report import clip_log, listening_grid
 from nsbench.report.model import RUN_FILE_STEMS, check_file_names, file_stem
 from nsbench.store import folders
 from nsbench.store.folders import MARKER
@@ -409,7 +409,7 @@ def _limit_file_size(size):
 
 
 def _three_clip_lines(path, record):
-    log = writer.ClipLog(path)
+    log = clip_log.ClipLog(path)
     offsets = [log.add(record), log.add(record)]
     try:
         log.add(record)

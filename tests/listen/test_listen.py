@@ -468,3 +468,31 @@ def test_a_run_on_a_set_without_references_builds_a_p835_test(tmp_path):
     key = key_of(folder)
     assert key["method"] == "p835"
     assert sorted(c["name"] for c in key["conditions"].values()) == ["speex", "unprocessed input"]
+
+
+def test_a_collected_test_and_the_same_ratings_as_a_rated_set_give_the_same_agreement(mushra, run_folder, tmp_path):
+    """One path for every source of ratings (issue 41): the listening test's P.1401 rows equal those of
+    a rated set (ratings.csv, read back from disk) holding the same ratings, scored with the same values."""
+    from nsbench import ratings as rated_sets
+    from nsbench.report import human_agreement
+
+    score = {"passthrough": 40, "speex": 70, "spectral-subtraction": 55, "hidden reference": 97, "anchor": 20}
+    paths = []
+    for offset, listener in enumerate(("ann", "bob")):
+        payload = answers_for(run_folder, listener, lambda kind, clip: min(100, score.get(kind, 50) + offset * 5 + clip % 3))
+        paths.append(tmp_path / f"{listener}.json")
+        paths[-1].write_text(json.dumps(payload))
+    collected, _ = collect_module.collect(paths, run_folder / "listening-key.json")
+    ratings = collect_module.test_ratings(collected)
+    rows = collect_module.results_of(collected)["human"]
+    assert rows and {row["level"] for row in rows} == {"file", "condition"}
+    in_memory = collect_module.rated_set(collected, ratings)
+    folder = tmp_path / "rated"
+    on_disk = [rated_sets.RatedItem(f"{item.clip_id}.wav", item.condition, "", item.ratings) for item in in_memory.items]
+    for item in on_disk:
+        (folder / item.file).parent.mkdir(parents=True, exist_ok=True)
+        (folder / item.file).write_bytes(b"")
+    (folder / rated_sets.TABLE).write_text(rated_sets.table_text(on_disk, in_memory.dimensions))
+    read_back = rated_sets.read(folder, in_memory.cell)
+    again = human_agreement.cell_rows(read_back, collect_module.metric_values(collected, read_back))
+    assert json.dumps(again, sort_keys=True) == json.dumps(rows, sort_keys=True)

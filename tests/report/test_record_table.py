@@ -11,7 +11,7 @@ from nsbench.plugins.records import ClipRecord
 from nsbench.plugins.specs import MetricSpec
 from nsbench.report.record_table import Pools, RecordTable, as_table
 from nsbench.report.summary import summarise
-from nsbench.report.writer import ClipLog
+from nsbench.report.clip_log import ClipLog
 
 
 def metric(name: str) -> MetricSpec:
