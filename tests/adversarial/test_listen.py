@@ -21,6 +21,7 @@ from nsbench.cli import main
 from tests.cli.test_cli import EXAMPLE_PLUGIN
 from tests.helpers.audio import make_folder_dataset
 from tests.helpers.lazy import LazyModule
+from tests.helpers.reports import engine_result_files
 
 build_module = LazyModule("nsbench.listen.build")  # scipy.signal, loaded when a test first uses it
 design = LazyModule("nsbench.listen.design")
@@ -77,7 +78,7 @@ def test_f01_listen_loads_no_plugin_a_tampered_results_folder_names(plugin_run, 
     notes = tmp_path / "notes.py"
     notes.write_text(f"open({str(marker)!r}, 'w').write('code from a results folder ran')\n")
     copy = copy_results(plugin_run, tmp_path)
-    for path in copy.glob("*.json"):
+    for path in engine_result_files(copy):
         result = json.loads(path.read_text())
         result["provenance"]["command_line"] += ["--plugin", str(notes)]
         path.write_text(json.dumps(result))

@@ -20,3 +20,11 @@ def section(report: str, title: str) -> str:
     """The text of report.md's section ``## title`` (empty if there is none)."""
     _, found, rest = report.partition(f"## {title}\n")
     return rest.split("\n## ")[0] if found else ""
+
+
+def engine_result_files(folder) -> list:
+    """The ``<engine>.json`` files of a results folder, sorted: not the run's own
+    (ranking.json, agreement.json and the rest of nsbench.report.model.RUN_FILE_STEMS)."""
+    from nsbench.report.model import RUN_FILE_STEMS
+
+    return sorted(path for path in folder.glob("*.json") if path.stem not in RUN_FILE_STEMS)
