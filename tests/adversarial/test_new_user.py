@@ -25,6 +25,7 @@ from nsbench.plugins.registry import closest_name
 from nsbench.report import coverage, run_folders
 from nsbench.report.tables import hodges_lehmann_text
 from tests.helpers.paths import REPO_ROOT
+from tests.helpers.reports import engine_result_files
 
 QUICK = ["--quiet", "--no-html", "--no-plots", "--jobs", "1", "--metric", "si_sdr"]
 
@@ -77,7 +78,7 @@ def test_n04_a_user_model_named_by_its_file_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     name = "python:./mygate.py:gate"
     assert main(["--engine", name, "--limit", "2", "--results-folder", str(tmp_path / "r"), *QUICK]) == 0
-    (result,) = [json.loads(p.read_text()) for p in (tmp_path / "r" / "demo").glob("*.json")
+    (result,) = [json.loads(p.read_text()) for p in engine_result_files(tmp_path / "r" / "demo")
                  if json.loads(p.read_text())["engine"] == name]
     assert result["clips"] == 2
 

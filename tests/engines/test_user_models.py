@@ -13,13 +13,14 @@ import pytest
 from nsbench.cli import main
 from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
-from nsbench.report.model import file_stem
+from nsbench.report.model import RUN_FILE_STEMS, file_stem
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
 from nsbench.plugins.errors import UserError
 
 from tests.helpers.paths import REPO_ROOT
 from tests.helpers.lazy import LazyModule
+from tests.helpers.reports import engine_result_files
 from tests.run.test_runner import metrics, sources
 
 sys.path.insert(0, str(REPO_ROOT))
@@ -166,8 +167,8 @@ def test_plugin_package_installs_and_is_found_by_entry_point(tmp_path):
 def test_cli_writes_engine_names_with_odd_characters_as_safe_file_names(tmp_path):
     name = command(sys.executable, str(REPO_ROOT / "examples" / "command_model.py"), "--in", "{input}", "--out", "{output}")
     assert main(["--engine", name, "--limit", "2", "--quiet", "--results-folder", str(tmp_path)]) == 0
-    files = sorted(p.name for p in (tmp_path / "demo").iterdir() if p.suffix in (".json", ".jsonl"))
-    assert "passthrough.json" in files and len(files) == 4
+    files = sorted(p.name for p in (tmp_path / "demo").iterdir() if p.suffix in (".json", ".jsonl") and p.stem not in RUN_FILE_STEMS)
+    assert "passthrough.json" in files and len(files) == 4  # each engine's .json and .clips.jsonl
     assert all("/" not in f and "{" not in f and " " not in f for f in files)
 
 
@@ -182,7 +183,7 @@ def delayed_run(tmp_path, capsys, folder: str, samples: int, *flags: str) -> tup
     capsys.readouterr()
     assert main(argv) == 0
     out = capsys.readouterr().out
-    results = [json.loads(p.read_text()) for p in (tmp_path / folder / "demo").glob("*.json")]
+    results = [json.loads(p.read_text()) for p in engine_result_files(tmp_path / folder / "demo")]
     result = next(r for r in results if r["engine"] != "passthrough")
     lines = (tmp_path / folder / "demo" / f"{file_stem(result['engine'])}.clips.jsonl").read_text().splitlines()
     return {**result, "clip_lines": [json.loads(line) for line in lines]}, out
