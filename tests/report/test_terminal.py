@@ -39,12 +39,15 @@ def test_stdout_is_the_summary_and_nothing_more_and_draws_nothing_without_html(t
     folder = (results / "folder").resolve()  # the run's own folder, which results/folder links
     stored = stored_results(folder)
     lines = run.stdout.splitlines()
-    assert run.stdout == summary_text("folder", stored, [folder / "report.md"]) + "\n"
-    # title, table header, 2 engines, the verdicts (3 clips: not distinguishable; wrapped), the flags, the report's path
+    ranking = json.loads((folder / "ranking.json").read_text())
+    assert run.stdout == summary_text("folder", stored, [folder / "report.md"], ranking=ranking) + "\n"
+    # title, table header, 2 ranked engines, what p(best) is, the verdicts (3 clips: not distinguishable;
+    # wrapped), the flags, the report's path
     assert [line.split(" ")[0] for line in lines] == [
-        "nsbench", "engine", "passthrough", "spectral-subtraction", "better", "", "flags:", "report:"], run.stdout
-    assert "not distinguishable: spectral-subtraction (" in " ".join(line.strip() for line in lines[4:6])
-    by_engine = {line.split()[0]: line for line in lines[2:4]}
+        "nsbench", "rank", "1", "1", "p(best):", "better", "", "flags:", "report:"], run.stdout
+    assert "not distinguishable: spectral-subtraction (" in " ".join(line.strip() for line in lines[5:7])
+    by_engine = {line.split()[4]: line for line in lines[2:4]}  # after "1 [1, 2]" and p(best)
+    assert set(by_engine) == {"passthrough", "spectral-subtraction"}
     for result in stored:
         stats = result["metrics"]["si_sdri"]
         assert f"{fmt(stats['mean'], 2)} [{fmt(stats['mean_ci95'][0], 2)}, {fmt(stats['mean_ci95'][1], 2)}]" in by_engine[result["engine"]]
