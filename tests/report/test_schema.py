@@ -27,9 +27,8 @@ def metric(name: str) -> MetricSpec:
 def payload(**extra) -> dict:
     records = []
     for index, value in enumerate([1.0, 3.0, -2.0]):
-        record = ClipRecord(engine="e", clip_id=f"c{index}", labels={"cell": "a"}, duration=1.0, cpu_seconds=0.1, wall_seconds=0.2)
-        record.scores = {"si_sdri": value, "stoi": 0.8}
-        records.append(record)
+        records.append(ClipRecord(engine="e", clip_id=f"c{index}", labels={"cell": "a"}, duration=1.0, cpu_seconds=0.1,
+                                  wall_seconds=0.2, scores={"si_sdri": value, "stoi": 0.8}))
     metrics = [metric("si_sdri"), metric("stoi")]
     return model.engine_result("e", "demo", summarise(records, metrics, ["cell"]), metrics, {"engine_info": {"name": "e"}, **extra})
 
