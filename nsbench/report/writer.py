@@ -4,7 +4,7 @@ Under ``results/<dataset>/``: each engine's ``.clips.jsonl`` (a line per clip
 as it comes, so an interrupt keeps every clip done), its ``<engine>.json``
 (written once, at the end, with the paired comparisons with the baselines),
 ``comparison.json`` and the regression gate, ``ranking.json``, the plots, ``report.html`` and
-its listening grid, and ``report.md``; and each output in
+its listening grid, and ``report.md`` (both through nsbench.report.report_pages); and each output in
 ``--output-folder``. The run loop hands it records; it decides where they go.
 Before the first clip (``held``) it checks every name that becomes a path,
 claims the output folder and holds the results folder for this run alone
@@ -35,7 +35,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, rank_report, run_folders, run_ranking, streaming_summary
+from nsbench.report import agreement, compare, report_pages, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, rank_report, run_folders, run_ranking, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
@@ -265,10 +265,7 @@ class ResultsWriter:
         if interruption:
             title, _, rest = report.partition("\n\n")
             report = f"{title}\n\n{interruption}\n\n{rest}"
-        write_atomically(self.folder / "report.md", report)
-        from nsbench.listen.report_section import include  # a listening test collected here keeps its section
-
-        include(self.folder)
+        report_pages.write_markdown(self.folder, report)  # with a listening test's section, if one was collected here
         return report, code
 
     def rank(self, results: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -372,7 +369,7 @@ class ResultsWriter:
         if regression is not None:
             table = compare.comparison_rows(regression)
             text = compare.comparison_text(regression)
-        write_atomically(self.folder / "report.html", html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
+        report_pages.write_html(self.folder, html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
                    grid, [*sections, *human_report.html_section(self.human, self.human_figures), *agreement.agreement_html(self.agreement)],
                    notices=[notice for notice in notices if notice],
                    lead=rank_report.html_section(results, self.ranking, self.folder / self.forest if self.forest else None)))
