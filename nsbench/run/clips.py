@@ -214,16 +214,14 @@ def run_streamed(
 def compared_with_whole(holder: EngineHolder, clip: Clip, run: EngineRun, whole_key: str, streamed: np.ndarray) -> dict[str, Any]:
     """How far the streamed output is from the whole-clip one: that one from
     the cache if there, else computed (and stored), its cost kept."""
-    whole = run.cache.get_output(whole_key) if run.cache else None
+    whole = stored_output(run, whole_key)
     figures: dict[str, Any] = {"whole_from": "cache"}
     if whole is None:
         try:
-            whole = CachedOutput(*process(holder, clip, run.lag_compensation))
+            whole = keep_output(run, whole_key, CachedOutput(*process(holder, clip, run.lag_compensation)))
         except ClipError as error:
             return {"whole_from": "failed", "versus_whole": f"whole-clip run failed: {error}"}
         figures = {"whole_from": "computed", "whole_seconds": whole.wall_seconds}
-        if run.cache:
-            run.cache.put_output(whole_key, whole)
     return {**figures, "versus_whole": streaming.versus_whole(streamed, whole.audio)}
 
 
