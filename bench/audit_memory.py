@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 PLUGIN = REPO / "bench" / "generated_clips_plugin.py"
 OURS = tuple(str(REPO / part) for part in ("nsbench", "engines", "datasets", "metrics", "conditions", "bench"))
 FRAMES = 10  # deep enough to reach nsbench code from numpy; 25 made the parent 3x slower
-PHASES = ("listening", "add_comparisons", "plots", "html", "panel_agreement")
+PHASES = ("listening", "comparisons", "plots", "html", "panel_agreement")
 
 
 def site_of(traceback: tracemalloc.Traceback) -> str:

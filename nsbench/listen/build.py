@@ -29,6 +29,7 @@ from nsbench.listen.stimuli import token
 from nsbench.listen.design import ANCHOR, INPUT, MUSHRA, P835, REFERENCE, Condition
 from nsbench.listen.run_audio import FinishedRun, load_clip, reopen
 from nsbench.plugins.errors import UserError
+from nsbench.store import atomic
 
 PAGE = Path(__file__).parent / "page"
 KEY_FILE = "listening-key.json"
@@ -173,9 +174,9 @@ def write_test(run: FinishedRun, folder: Path, method: str, clips: list[str], ce
     test = {"format": FORMAT, "test": "t" + token(), "method": method, "scales": list(design.P835_SCALES),
             "parts": trials_by_part}
     test["digest"] = digest(test)
-    (folder / "trials.js").write_text("window.NSBENCH_TEST = " + json.dumps(test, indent=1) + ";\n")
+    atomic.write_text(folder / "trials.js", "window.NSBENCH_TEST = " + json.dumps(test, indent=1) + ";\n")
     for asset in ("index.html", "listen.js", "listen.css"):
-        shutil.copyfile(PAGE / asset, folder / asset)
+        atomic.write_bytes(folder / asset, (PAGE / asset).read_bytes())
     key = {
         "format": FORMAT, "test": test["test"], "digest": test["digest"], "method": method, "seed": options.seed,
         "results_folder": str(run.folder.resolve()), "dataset": run.dataset, "run_command": run.command,
@@ -187,7 +188,7 @@ def write_test(run: FinishedRun, folder: Path, method: str, clips: list[str], ce
         "scores": stimulus_scores(run, clips, clip_ids, conditions, condition_ids),
         "metrics": run.results[0].get("metric_definitions", {}),
     }
-    built.key.write_text(json.dumps(key, indent=1, sort_keys=True, default=float))
+    atomic.write_text(built.key, json.dumps(key, indent=1, sort_keys=True, default=float))
     return built
 
 

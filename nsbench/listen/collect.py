@@ -23,13 +23,14 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from nsbench.listen import report_section, stats
+from nsbench.listen import stats
 from nsbench.listen.build import FORMAT, KEY_FILE
 from nsbench.listen.design import MUSHRA, P835_SCALES, REFERENCE
-from nsbench.listen.report_section import RESULTS_JSON, RESULTS_MD
 from nsbench.plugins.errors import UserError
 from nsbench.ratings import Z95, RatedItem, RatedSet, Rating
-from nsbench.report import human_agreement
+from nsbench.report import human_agreement, listening_section, report_pages
+from nsbench.report.listening_section import RESULTS_JSON, RESULTS_MD
+from nsbench.store import atomic
 
 REFERENCE_FLOOR = 90  # BS.1534-3 post-screening: the hidden reference below this ...
 REFERENCE_SHARE = 0.15  # ... in more than this share of the trials excludes the assessor
@@ -359,10 +360,10 @@ def collect_command(files: Sequence[Path], key: Path | None, results: Path | Non
     if not collected.kept:
         print("nsbench listen: every listener was excluded by screening; the results list them", file=sys.stderr)
     payload = results_of(collected)
-    (folder / RESULTS_JSON).write_text(json.dumps(payload, indent=1, default=float))
-    text = report_section.markdown(payload)
-    (folder / RESULTS_MD).write_text(text)
-    report_section.include(folder)
+    atomic.write_text(folder / RESULTS_JSON, json.dumps(payload, indent=1, default=float))
+    text = listening_section.markdown(payload)
+    atomic.write_text(folder / RESULTS_MD, text)
+    report_pages.add_listening_section(folder)  # report.md and report.html have one writer: it adds the section
     print(text)
     print(f"nsbench listen: results in {folder / RESULTS_JSON} and {folder / RESULTS_MD} (also in report.md / report.html)")
     return 0

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Hashable, Mapping, TypeVar
 
 import numpy as np
-import soundfile
 from scipy import signal
 
 from nsbench.plugins.errors import UserError
+from nsbench.store import atomic
 
 TARGET_LUFS = -26.0  # P.808's and BS.1534's common listening level for speech
 PEAK_DBFS = -1.0
@@ -94,7 +94,7 @@ def write(path: Path, audio: np.ndarray, rate: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     noise = np.random.default_rng()  # fresh entropy: a seed would make two copies alike again
     dither = (noise.random(len(audio)) - noise.random(len(audio))) * LSB
-    soundfile.write(str(path), np.clip(audio + dither, -1.0, 1.0), rate, subtype="PCM_16", format="WAV")
+    atomic.write_audio(path, np.clip(audio + dither, -1.0, 1.0), rate, subtype="PCM_16", format="WAV")
 
 
 def token() -> str:

@@ -139,9 +139,10 @@ class MetricInputs:
 # --------------------------------------------------------------------------- results
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClipRecord:
-    """The outcome of one engine on one clip: scores, or the reason it failed."""
+    """The outcome of one engine on one clip: scores, or the reason it failed.
+    Built once, from what the clip's steps returned (nsbench.run.clips.clip_outcome)."""
 
     engine: str
     clip_id: str

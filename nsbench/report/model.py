@@ -1,18 +1,20 @@
 """The results model: the ``<engine>.json`` payload, built here and only here.
 
 ``engine_result`` builds it from an engine's summary (nsbench.report.summary)
-and what the run adds (provenance, engine info, conditions, streaming); the
-writer then adds what is known only once every engine has run, through the
-functions below (the paired comparisons, the listening grid's audio paths),
-and writes it after ``validated`` checked it against the schema
-(nsbench.report.schema). The payload stays a plain dict: it is what the
-reports read, and what an earlier run's file is read back as.
+and what the run adds (provenance, engine info, conditions, streaming); what
+is known only once every engine has run (the paired comparisons, the listening
+grid's audio paths) makes a new payload through ``finished``: nothing edits a
+payload once built. The writer writes it after ``validated`` checked it
+against the schema (nsbench.report.schema), whose properties ``EngineResult``
+types (tests/report/test_schema.py keeps the two equal). It stays a dict at
+run time: it is what the reports read, and what an earlier run's file is read
+back as (nsbench.report.read_back, checked against the same schema).
 """
 from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypedDict
 
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.specs import MetricSpec
@@ -21,6 +23,51 @@ from nsbench.store import folders
 
 # The keys of a listening pick that point at audio files.
 AUDIO_KEYS = ("audio", "input_audio", "clean_audio")
+
+
+class RequiredKeys(TypedDict):
+    """What every ``<engine>.json`` holds (nsbench.report.schema.REQUIRED)."""
+
+    engine: str
+    dataset: str
+    format_version: int
+    rtf: float
+    rtf_wall: float
+    clips: int
+    runs: int
+    failures: int
+    failed_clips: list[dict[str, Any]]
+    metrics: dict[str, dict[str, Any]]
+    cells: list[dict[str, Any]]
+    worst_cell: dict[str, Any] | None
+    alignment: dict[str, Any]
+    flags: dict[str, dict[str, Any]]
+    expected_flags: dict[str, dict[str, Any]]
+    worst_clips: list[dict[str, Any]]
+    typical_clips: list[dict[str, Any]]
+    metric_notes: dict[str, dict[str, int]]
+    metric_definitions: dict[str, dict[str, Any]]
+
+
+class EngineResult(RequiredKeys, total=False):
+    """``<engine>.json``: the keys of nsbench.report.schema.PROPERTIES, required
+    as its REQUIRED says (``NotRequired`` is not seen under postponed
+    annotations, hence two classes). The metrics shown beside the headline,
+    such as ``stoi``, add a top-level number each, named by the metric."""
+
+    comparisons: dict[str, dict[str, Any]]
+    engine_info: dict[str, Any]
+    dataset_description: dict[str, Any]
+    reference_use: dict[str, Any]
+    provenance: dict[str, Any]
+    run_identity: dict[str, Any]
+    from_cache: dict[str, int]
+    interrupted: dict[str, Any]
+    conditions: list[dict[str, Any]]
+    streaming: dict[str, Any]
+
+# Audio paths of an engine's picks, by run: run -> audio key -> path relative to the results folder.
+AudioLinks = Mapping[str, Mapping[str, str]]
 
 
 # The stems of the files and folders a run writes itself under results/<dataset>/,
@@ -74,7 +121,7 @@ def metric_legend(metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:
 
 def engine_result(
     engine: str, dataset: str, summary: Mapping[str, Any], metrics: Sequence[MetricSpec], extra: Mapping[str, Any]
-) -> dict[str, Any]:
+) -> EngineResult:
     """The ``<engine>.json`` payload: Picovoice's keys (the metrics shown beside
     the headline, ``stoi``, then ``rtf``) first."""
     beside = {name: summary["metrics"].get(name, {}).get("mean", math.nan) for name in layout.beside_headline()}
@@ -103,29 +150,35 @@ def engine_result(
     }
 
 
-def with_comparisons(result: dict[str, Any], comparisons: Mapping[str, Any]) -> None:
-    """The engine's paired comparisons with the baselines (nsbench.report.baselines)."""
-    result["comparisons"] = dict(comparisons)
+def finished(result: Mapping[str, Any], comparisons: Mapping[str, Any] | None = None,
+             audio: AudioLinks | None = None) -> EngineResult:
+    """A new payload: ``result`` with its paired comparisons with the baselines
+    (nsbench.report.baselines), if given, and its picks' audio: ``audio``'s
+    paths where given, none otherwise (an earlier run's, whose grid was rebuilt
+    without it, loses its own)."""
+    links = audio or {}
+    done = {**result, "worst_clips": linked(result.get("worst_clips", []), links),
+            "typical_clips": linked(result.get("typical_clips", []), links)}
+    if comparisons is not None:
+        done["comparisons"] = dict(comparisons)
+    return done  # type: ignore[return-value]
+
+
+def linked(picks: Sequence[Mapping[str, Any]], audio: AudioLinks) -> list[dict[str, Any]]:
+    """New picks, each with its audio paths from ``audio`` (by run) and no other."""
+    made = []
+    for pick in picks:
+        paths = audio.get(pick["run"], {})
+        unknown = set(paths) - set(AUDIO_KEYS)
+        if unknown:
+            raise ValueError(f"not an audio key of a pick: {sorted(unknown)}")
+        made.append({**{key: value for key, value in pick.items() if key not in AUDIO_KEYS}, **paths})
+    return made
 
 
 def listening_picks(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The worst and typical clips, whose audio the report links."""
     return [*result.get("worst_clips", []), *result.get("typical_clips", [])]
-
-
-def link_audio(pick: dict[str, Any], **paths: str) -> None:
-    """A pick's audio (``audio``, ``input_audio``, ``clean_audio``), relative to the results folder."""
-    unknown = set(paths) - set(AUDIO_KEYS)
-    if unknown:
-        raise ValueError(f"not an audio key of a pick: {sorted(unknown)}")
-    pick.update(paths)
-
-
-def unlink_audio(result: dict[str, Any]) -> None:
-    """Drops every pick's audio paths (an earlier run's, whose grid was rebuilt without it)."""
-    for pick in listening_picks(result):
-        for key in AUDIO_KEYS:
-            pick.pop(key, None)
 
 
 def validated(result: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from nsbench.report import layout
 from nsbench.report.format import link_text, md
 from nsbench.report.tables import headline_of
+from nsbench.store import atomic
 
 SNR_KEY = "snr_db"  # the cell key plotted on the x axis when a dataset has it
 DPI = 100
@@ -86,7 +87,8 @@ def figure(width: float = 7.0, height: float = 4.5):
 
 
 def save(path: Path, fig) -> str:
-    fig.savefig(path, format="png", bbox_inches="tight")  # grows to fit long engine names
+    # Put in place whole (nsbench.store.atomic); bbox "tight" grows it to fit long engine names.
+    atomic.write_with(path, lambda temporary: fig.savefig(temporary, format="png", bbox_inches="tight"))
     return path.name
 
 

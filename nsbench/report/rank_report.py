@@ -131,7 +131,7 @@ def change_texts(ranking: Mapping[str, Any] | None) -> list[str]:
 
 def write_forest(folder: Path, results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> str:
     """forest.png: the headline's mean and 95% CI per engine, in rank order; its file name, or "" if nothing to draw."""
-    from nsbench.report.plots import colour_of, figure
+    from nsbench.report.plots import colour_of, figure, save
 
     headline = headline_of(results)
     drawn = [(result, row) for result, row in ordered(results, ranking)
@@ -155,5 +155,4 @@ def write_forest(folder: Path, results: Sequence[Mapping[str, Any]], ranking: Ma
     axes.set(xlabel=f"{headline}: mean and 95% CI over clips" + (" (dashed: the input)" if reference is not None else ""),
              title=f"{headline} per engine, in rank order")
     axes.grid(alpha=0.3, axis="x")
-    fig.savefig(folder / FOREST_FILE, format="png", bbox_inches="tight")
-    return FOREST_FILE
+    return save(folder / FOREST_FILE, fig)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from nsbench.report import schema
+from nsbench.report.model import EngineResult
 
 # Nothing nsbench writes nests deeper than about eight levels; a file that
 # does is not a result, and copying or reporting it could exhaust the stack.
@@ -51,9 +52,10 @@ def departures(value: Any, shape: Mapping[str, Any]) -> str:
     return "; ".join(found[:ERRORS_NAMED]) + more
 
 
-def engine_result(path: Path) -> dict[str, Any]:
+def engine_result(path: Path) -> EngineResult:
     """The ``<engine>.json`` at ``path``, with only the keys the schema knows
-    (a report reads nothing else); NotReadable with the reason otherwise."""
+    (a report reads nothing else): the typed result the writer wrote, once it
+    matches the schema; NotReadable with the reason otherwise."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as error:
@@ -65,7 +67,7 @@ def engine_result(path: Path) -> dict[str, Any]:
     wrong = departures(result, shape)
     if wrong:
         raise NotReadable(f"does not match the results schema: {wrong}")
-    return {key: value for key, value in result.items() if key in shape["properties"]}
+    return {key: value for key, value in result.items() if key in shape["properties"]}  # type: ignore[return-value]
 
 
 def clip_lines(path: Path) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ Under ``results/<dataset>/``: each engine's ``.clips.jsonl`` (a line per clip
 as it comes, so an interrupt keeps every clip done), its ``<engine>.json``
 (written once, at the end, with the paired comparisons with the baselines),
 ``comparison.json`` and the regression gate, ``ranking.json``, the plots, ``report.html`` and
-its listening grid, and ``report.md``; and each output in
+its listening grid, and ``report.md`` (both through nsbench.report.report_pages); and each output in
 ``--output-folder``. The run loop hands it records; it decides where they go.
 Before the first clip (``held``) it checks every name that becomes a path,
 claims the output folder and holds the results folder for this run alone
@@ -35,7 +35,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, rank_report, run_folders, run_ranking, streaming_summary
+from nsbench.report import agreement, compare, report_pages, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, rank_report, run_folders, run_ranking, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
@@ -122,6 +122,7 @@ class ResultsWriter:
         self.human: dict[str, Any] = {}  # the listeners' agreement (nsbench.report.human_agreement), once finished
         self.human_figures: list[str] = []
         self.coverage = coverage.Coverage()  # filled by finish: earlier runs' results, files left out
+        self.results: list[dict[str, Any]] = []  # this run's, as finish wrote them (with comparisons and audio)
         self.spill = OutputSpill() if config.html and not config.output_folder else None
         self.rank_categories = run_ranking.parse_categories(config.rank_categories)  # checked before the first clip
         run_ranking.check_categories(self.rank_categories, metrics)
@@ -184,19 +185,23 @@ class ResultsWriter:
         """An output's file in --output-folder: ``<engine>/<run>.wav``, refused if the run id would leave it."""
         return folders.inside(Path(self.config.output_folder) / file_stem(engine), f"{run}.wav")
 
-    def engine_done(self, result: dict[str, Any], records: RecordTable) -> None:
-        """Keeps the records (as columns) for the comparisons and the grid; without report.html,
-        report.md links the worst clips in the user's --output-folder."""
+    def engine_done(self, result: Mapping[str, Any], records: RecordTable) -> None:
+        """Keeps the records (as columns) for the comparisons and the grid."""
         records.trim()
         self.records[result["engine"]] = records
-        if not self.config.html and self.config.output_folder:
+
+    def output_links(self, results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, str]]]:
+        """Without report.html, report.md links the worst clips in the user's --output-folder: engine -> run -> paths."""
+        links: dict[str, dict[str, dict[str, str]]] = {}
+        for result in results if not self.config.html and self.config.output_folder else ():
             for pick in model.listening_picks(result):
                 output = self.output_path(result["engine"], pick["run"])
                 if output.is_file():
-                    model.link_audio(pick, audio=os.path.relpath(output, self.folder))
+                    links.setdefault(result["engine"], {})[pick["run"]] = {"audio": os.path.relpath(output, self.folder)}
+        return links
 
-    def listening(self, results: list[dict[str, Any]]) -> listening_grid.Grid:
-        """The grid's audio and spectrograms; the worst and typical clips it holds get their paths in the JSON."""
+    def listening(self, results: list[dict[str, Any]]) -> tuple[listening_grid.Grid, dict[str, dict[str, dict[str, str]]]]:
+        """The grid's audio and spectrograms, and the paths of the worst and typical clips it holds: engine -> run -> paths."""
         shutil.rmtree(self.folder / listening_grid.AUDIO_FOLDER, ignore_errors=True)  # an earlier run's grid
         try:
             grid = listening_grid.build_grid(
@@ -206,14 +211,13 @@ class ResultsWriter:
         finally:
             if self.spill:
                 self.spill.close()
-        paths = {(output.engine, output.run): (output.audio, row.input_audio, row.clean_audio)
-                 for row in grid.rows for output in row.outputs if output.audio}
-        for result in results:
-            for pick in model.listening_picks(result):
-                if (result["engine"], pick["run"]) in paths:
-                    audio, input_audio, clean_audio = paths[(result["engine"], pick["run"])]
-                    model.link_audio(pick, audio=audio, input_audio=input_audio, clean_audio=clean_audio)
-        return grid
+        links: dict[str, dict[str, dict[str, str]]] = {}
+        for row in grid.rows:
+            for output in row.outputs:
+                if output.audio:
+                    links.setdefault(output.engine, {})[output.run] = {
+                        "audio": output.audio, "input_audio": row.input_audio, "clean_audio": row.clean_audio}
+        return grid, links
 
     # --------------------------------------------------------------- at the end
 
@@ -228,8 +232,12 @@ class ResultsWriter:
 
     def write_every_file(self, results: list[dict[str, Any]], not_run: Mapping[str, str], interruption: str) -> tuple[str, int]:
         self.folder.mkdir(parents=True, exist_ok=True)  # made by the first clip's line: an interrupt may come before it
-        grid = self.listening(results) if self.config.html else None
-        self.add_comparisons(results)
+        grid, links = self.listening(results) if self.config.html else (None, self.output_links(results))
+        comparisons = self.comparisons()
+        # Each result built once more, whole: with its comparisons and its audio (nsbench.report.model.finished).
+        results = [model.finished(result, comparisons.get(result["engine"], {}), links.get(result["engine"]))
+                   for result in results]
+        self.results = results  # what the run's summary prints
         for result in results:
             write_json(self.folder / f"{file_stem(result['engine'])}.json", model.validated(result))
         current = results
@@ -257,10 +265,7 @@ class ResultsWriter:
         if interruption:
             title, _, rest = report.partition("\n\n")
             report = f"{title}\n\n{interruption}\n\n{rest}"
-        write_atomically(self.folder / "report.md", report)
-        from nsbench.listen.report_section import include  # a listening test collected here keeps its section
-
-        include(self.folder)
+        report_pages.write_markdown(self.folder, report)  # with a listening test's section, if one was collected here
         return report, code
 
     def rank(self, results: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -270,7 +275,7 @@ class ResultsWriter:
                                         self.rank_categories, config.rank_ties, config.rank_decimals)
         (self.folder / run_ranking.RANKING_FILE).unlink(missing_ok=True)  # an earlier run's
         if found is not None:
-            found["changes"] = run_ranking.rank_changes(found, self.stored_ranking)
+            found = {**found, "changes": run_ranking.rank_changes(found, self.stored_ranking)}
             write_json(self.folder / run_ranking.RANKING_FILE, found)
             for line in run_ranking.change_lines(found["changes"]):
                 print(f"nsbench: {line}", file=sys.stderr)
@@ -289,11 +294,11 @@ class ResultsWriter:
         if not self.identity:
             return []
         ran = [result["engine"] for result in results]
-        self.coverage = coverage.earlier_results(self.folder, self.identity, ran, {name: file_stem(name) for name in ran})
-        if self.config.html:  # the listening grid was rebuilt for this run's engines only
-            for result in self.coverage.earlier:
-                model.unlink_audio(result)
-        return self.coverage.earlier
+        found = coverage.earlier_results(self.folder, self.identity, ran, {name: file_stem(name) for name in ran})
+        if self.config.html:  # the listening grid was rebuilt for this run's engines only: their audio is gone
+            found = dataclasses.replace(found, earlier=[model.finished(result) for result in found.earlier])
+        self.coverage = found
+        return found.earlier
 
     def extras(self, results: list[dict[str, Any]], grid: listening_grid.Grid | None,
                current: list[dict[str, Any]] | None = None) -> tuple[list[str], int]:
@@ -338,11 +343,10 @@ class ResultsWriter:
         write_json(self.folder / human_agreement.FILE_NAME, found)
         return found, human_report.write_figures(self.folder, found) if self.config.plots else []
 
-    def add_comparisons(self, results: list[dict[str, Any]]) -> None:
+    def comparisons(self) -> dict[str, Any]:
+        """engine -> baseline -> metric -> the paired comparison (nsbench.report.baselines)."""
         metrics = compared_metrics(self.metrics, self.headline)
-        comparisons = compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
-        for result in results:
-            model.with_comparisons(result, comparisons.get(result["engine"], {}))
+        return compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
 
     def plots(self, results: list[dict[str, Any]]) -> list[str]:
         from nsbench.report.plots import write_plots  # matplotlib only when plots are drawn
@@ -365,7 +369,7 @@ class ResultsWriter:
         if regression is not None:
             table = compare.comparison_rows(regression)
             text = compare.comparison_text(regression)
-        write_atomically(self.folder / "report.html", html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
+        report_pages.write_html(self.folder, html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
                    grid, [*sections, *human_report.html_section(self.human, self.human_figures), *agreement.agreement_html(self.agreement)],
                    notices=[notice for notice in notices if notice],
                    lead=rank_report.html_section(results, self.ranking, self.folder / self.forest if self.forest else None)))

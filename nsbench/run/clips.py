@@ -11,6 +11,7 @@ record with its reason.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -28,6 +29,7 @@ from nsbench.run.engine_run import (
     NeedsEngine,
     NonFiniteOutput,
     Outcome,
+    Produced,
     engine_faults,
     fault_text,
 )
@@ -37,7 +39,7 @@ from nsbench.store.cache import CachedOutput
 from nsbench.text import plural
 from nsbench.plugins.engine import Engine
 from nsbench.plugins.errors import ClipError
-from nsbench.plugins.records import Clip, ClipRecord, ClipSource
+from nsbench.plugins.records import Clip, ClipSource
 from nsbench.plugins.specs import EngineSpec
 
 
@@ -47,30 +49,41 @@ def run_clip(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcom
 
 
 def clip_outcome(holder: EngineHolder, source: ClipSource, run: EngineRun) -> Outcome:
-    record = run.record_for(source)
+    """The clip's record, assembled once from what loading, producing and
+    scoring returned; a ClipError gives the record of what was known, and why."""
+    known: dict[str, Any] = {}
     try:
-        clip = source.load()
-        clip_timeout.loaded(clip.duration)  # a long clip's bound is longer
-        check_clip(clip)
-        record.notes.extend(clip.notes)
-        record.duration = clip.duration
-        record.source_path = clip.source_path
-        record.sample_rate = clip.sample_rate
-        key = run.identity.output_key(clip) if run.cache else ""
-        if run.blocks:
-            output, key = produce_streamed(holder, clip, run, key, record, run.blocks.samples(clip.sample_rate))
-        else:
-            output = produce(holder, clip, run, key, record)
+        clip = loaded(source)
+        known = {"notes": list(clip.notes), "duration": clip.duration, "source_path": clip.source_path,
+                 "sample_rate": clip.sample_rate}
+        produced = produce_for(holder, clip, run)
+        known.update(produced.record_fields())
         # One BLAS thread: on 4-second clips BLAS threads cost more than they save
         # (STOI and ESTOI took 30% more CPU with two), and with --jobs the workers
         # already keep every core busy.
         with one_blas_thread():
-            score_and_check(clip, output, run, key, record)
+            scored = score_and_check(clip, produced, run)
     except ClipError as error:
-        record.error = str(error)
-        record.flags = ["nan_inf"] if isinstance(error, NonFiniteOutput) else []
+        flags = ["nan_inf"] if isinstance(error, NonFiniteOutput) else []
+        ran = {"streaming": error.streaming} if hasattr(error, "streaming") else {}  # produce_streamed's
+        record = run.record_for(source, str(error), **{**known, **ran, "flags": flags})
         return Outcome(record, None, 0, cache_warnings(run))
-    return Outcome(record, output, clip.sample_rate, cache_warnings(run))
+    record = run.record_for(source, **known, **dataclasses.asdict(scored))
+    return Outcome(record, produced.audio, clip.sample_rate, cache_warnings(run))
+
+
+def loaded(source: ClipSource) -> Clip:
+    clip = source.load()
+    clip_timeout.loaded(clip.duration)  # a long clip's bound is longer
+    check_clip(clip)
+    return clip
+
+
+def produce_for(holder: EngineHolder, clip: Clip, run: EngineRun) -> Produced:
+    key = run.identity.output_key(clip) if run.cache else ""
+    if run.blocks:
+        return produce_streamed(holder, clip, run, key, run.blocks.samples(clip.sample_rate))
+    return produce(holder, clip, run, key)
 
 
 def needs_beyond_cache(source: ClipSource, run: EngineRun) -> str | None:
@@ -123,49 +136,54 @@ def cache_warnings(run: EngineRun) -> list[str]:
     return warnings
 
 
-def produce(
-    holder: EngineHolder, clip: Clip, run: EngineRun, key: str, record: ClipRecord, ready: ReadyEngine | None = None
-) -> np.ndarray:
+def stored_output(run: EngineRun, key: str) -> Produced | None:
+    """The output the cache holds under ``key``, with the timings of the run that made it."""
+    cached = run.cache.get_output(key) if run.cache else None
+    return None if cached is None else produced_from(cached, key, from_cache=True)
+
+
+def keep_output(run: EngineRun, key: str, output: CachedOutput) -> Produced:
+    """An output just computed, stored in the cache if there is one."""
+    if run.cache:
+        run.cache.put_output(key, output)
+        run.cache.mark(run.identity.engine)
+    return produced_from(output, key, from_cache=False)
+
+
+def produced_from(output: CachedOutput, key: str, from_cache: bool) -> Produced:
+    return Produced(output.audio, output.cpu_seconds, output.wall_seconds, output.delay, from_cache, key, output.streaming)
+
+
+def produce(holder: EngineHolder, clip: Clip, run: EngineRun, key: str, ready: ReadyEngine | None = None) -> Produced:
     """The engine's output for the clip, from the cache if it is there (with
     the timings of the run that made it), else from the engine, then stored.
     ``ready``: the engine already prepared for this clip."""
-    cached = run.cache.get_output(key) if run.cache else None
-    if cached is not None:
-        record.from_cache = True
-    else:
-        cached = CachedOutput(*(run_whole(holder, clip, *ready) if ready else process(holder, clip, run.lag_compensation)))
-        if run.cache:
-            run.cache.put_output(key, cached)
-            run.cache.mark(run.identity.engine)
-    record.cpu_seconds, record.wall_seconds, record.delay = cached.cpu_seconds, cached.wall_seconds, cached.delay
-    return cached.audio
+    found = stored_output(run, key) or keep_output(
+        run, key, CachedOutput(*(run_whole(holder, clip, *ready) if ready else process(holder, clip, run.lag_compensation))))
+    return dataclasses.replace(found, streaming={})  # a whole clip's: no block figures
 
 
-def produce_streamed(
-    holder: EngineHolder, clip: Clip, run: EngineRun, whole_key: str, record: ClipRecord, block_size: int
-) -> tuple[np.ndarray, str]:
+def produce_streamed(holder: EngineHolder, clip: Clip, run: EngineRun, whole_key: str, block_size: int) -> Produced:
     """--block-size: the engine's output streamed block by block (nsbench.run.streaming),
     from the cache under a key that holds the block size, or computed and
-    compared with the whole-clip output. An engine that cannot stream runs the
-    whole clip, marked so. Returns the output and its cache key."""
+    compared with the whole-clip output (its key then the stream's). An
+    engine that cannot stream runs the whole clip, marked so (its key the whole clip's)."""
     key = streaming.stream_key(whole_key, block_size) if run.cache else ""
-    cached = run.cache.get_output(key) if run.cache else None
-    if cached is not None:
-        record.from_cache = True
-    else:
-        ready = ready_engine(holder, clip, run.lag_compensation)
-        stream = open_stream(holder, ready)
-        if stream is None:
-            record.streaming = streaming.not_streamable(block_size, holder.spec.oracle)
-            return produce(holder, clip, run, whole_key, record, ready), whole_key
-        cached = CachedOutput(*run_streamed(holder, clip, stream, ready, block_size))
-        cached.streaming.update(compared_with_whole(holder, clip, run, whole_key, cached.audio))
-        if run.cache:
-            run.cache.put_output(key, cached)
-            run.cache.mark(run.identity.engine)
-    record.cpu_seconds, record.wall_seconds, record.delay = cached.cpu_seconds, cached.wall_seconds, cached.delay
-    record.streaming = cached.streaming
-    return cached.audio, key
+    found = stored_output(run, key)
+    if found is not None:
+        return found
+    ready = ready_engine(holder, clip, run.lag_compensation)
+    stream = open_stream(holder, ready)
+    if stream is None:
+        whole = streaming.not_streamable(block_size, holder.spec.oracle)
+        try:
+            return dataclasses.replace(produce(holder, clip, run, whole_key, ready), streaming=whole)
+        except ClipError as error:
+            error.streaming = whole  # the failed clip's record still says why it ran whole (clip_outcome)
+            raise
+    output = CachedOutput(*run_streamed(holder, clip, stream, ready, block_size))
+    output.streaming.update(compared_with_whole(holder, clip, run, whole_key, output.audio))
+    return keep_output(run, key, output)
 
 
 def open_stream(holder: EngineHolder, ready: ReadyEngine) -> streaming.Stream | None:
@@ -196,16 +214,14 @@ def run_streamed(
 def compared_with_whole(holder: EngineHolder, clip: Clip, run: EngineRun, whole_key: str, streamed: np.ndarray) -> dict[str, Any]:
     """How far the streamed output is from the whole-clip one: that one from
     the cache if there, else computed (and stored), its cost kept."""
-    whole = run.cache.get_output(whole_key) if run.cache else None
+    whole = stored_output(run, whole_key)
     figures: dict[str, Any] = {"whole_from": "cache"}
     if whole is None:
         try:
-            whole = CachedOutput(*process(holder, clip, run.lag_compensation))
+            whole = keep_output(run, whole_key, CachedOutput(*process(holder, clip, run.lag_compensation)))
         except ClipError as error:
             return {"whole_from": "failed", "versus_whole": f"whole-clip run failed: {error}"}
         figures = {"whole_from": "computed", "whole_seconds": whole.wall_seconds}
-        if run.cache:
-            run.cache.put_output(whole_key, whole)
     return {**figures, "versus_whole": streaming.versus_whole(streamed, whole.audio)}
 
 

@@ -2,7 +2,8 @@
 
 ``EngineRun`` is what every clip of the run needs (the spec, its options, the
 metrics, the cache and its keys); ``EngineHolder`` builds the engine on first
-use and rebuilds it after a fault; ``Outcome`` is what one clip gives back.
+use and rebuilds it after a fault; ``Produced`` is an engine's output for one clip
+and ``Outcome`` what one clip gives back.
 nsbench.run.runner runs an engine over its clips with these, nsbench.run.clips
 one clip, and the executors ship them to their workers.
 """
@@ -56,6 +57,26 @@ class NonFiniteOutput(ClipError):
     """The engine returned NaN or Inf: the clip fails, and is flagged."""
 
 
+@dataclass(frozen=True)
+class Produced:
+    """The engine's output for one clip and what it cost, from the cache or
+    computed (nsbench.run.clips.produce): ``key`` is its cache entry, under
+    which its scores go; ``streaming``, with --block-size, how it ran."""
+
+    audio: np.ndarray
+    cpu_seconds: float
+    wall_seconds: float
+    delay: str
+    from_cache: bool
+    key: str = ""
+    streaming: dict[str, Any] | None = field(default_factory=dict)
+
+    def record_fields(self) -> dict[str, Any]:
+        """What it puts in the clip's record (ClipRecord's fields)."""
+        return {"cpu_seconds": self.cpu_seconds, "wall_seconds": self.wall_seconds, "delay": self.delay,
+                "from_cache": self.from_cache, "streaming": self.streaming}
+
+
 @dataclass
 class Outcome:
     record: ClipRecord
@@ -82,10 +103,10 @@ class EngineRun:
     # that needs scoring raises NeedsScores, for the executor's workers to score.
     stored_only: bool = False
 
-    def record_for(self, source: ClipSource, error: str | None = None) -> ClipRecord:
-        """The clip's record before it runs, or with the reason it failed."""
+    def record_for(self, source: ClipSource, error: str | None = None, **fields: Any) -> ClipRecord:
+        """The clip's record, built once: with what it gave (``fields``), or the reason it failed."""
         return ClipRecord(engine=self.spec.name, clip_id=source.clip_id, labels=dict(source.labels),
-                          seed=self.options.get("seed"), error=error)
+                          seed=self.options.get("seed"), error=error, **fields)
 
 
 class NeedsEngine(Exception):

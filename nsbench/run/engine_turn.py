@@ -184,8 +184,8 @@ def summarise_engine(plan: RunPlan, turn: Turn, compensation: dict[str, Any] | N
     dataset, engine, records, reported = plan.dataset, turn.engine, turn.table, plan.reported
     summary = summarise(records, reported, dataset.cell_keys, dataset.headline_metric, dataset.pooled_cells,
                         plan.config.voice_drop_db, engine.expected_flags)
-    if compensation:
-        summary["alignment"]["compensation"] = compensation
+    if compensation:  # a new summary, not the one summarise built edited
+        summary = {**summary, "alignment": {**summary["alignment"], "compensation": compensation}}
     cached = int(records.column("from_cache").sum())
     if cached:
         turn.notes.append(f"{cached} of {len(records)} outputs from the cache, with the timings of the run that made them")

@@ -112,7 +112,7 @@ def finish(run: Run, turns: Turns) -> int:
         print_interruption(stop, run, later)
         stop.signal.reported = True
         raise stop.signal
-    print_summary(run, turns.results, turns.not_run, report)
+    print_summary(run, run.writer.results, turns.not_run, report)  # as written: with their comparisons
     return exit_code
 
 

@@ -4,38 +4,54 @@ Metrics run here with one BLAS thread (nsbench.run.clips.run_clip sets it).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 
 from nsbench.run import checks
-from nsbench.run.engine_run import EngineRun, NeedsScores
+from nsbench.run.engine_run import EngineRun, NeedsScores, Produced
 from nsbench.store.cache import Cache
 from nsbench.store.reference import ReferenceAudio, ReferenceFeatures, reference_key
 from nsbench.plugins.errors import MetricUndefined
-from nsbench.plugins.records import Clip, ClipRecord, MetricInputs
+from nsbench.plugins.records import Clip, MetricInputs
 from nsbench.plugins.specs import MetricSpec, PooledValue
 
 
-def score_and_check(clip: Clip, output: np.ndarray, run: EngineRun, key: str, record: ClipRecord) -> None:
+@dataclass(frozen=True)
+class Scored:
+    """What scoring gives a clip's record: each metric's value or the reason
+    it has none, what metrics noted, pooled items, the residual lag and the flags."""
+
+    scores: dict[str, float]
+    undefined: dict[str, str]
+    metric_notes: dict[str, str]
+    pooled: dict[str, dict[str, float]]
+    residual_lag: int | None
+    lag_unmeasured: str
+    flags: list[str]
+
+
+def score_and_check(clip: Clip, produced: Produced, run: EngineRun) -> Scored:
     """Scores, residual lag and flags, taking from the cache what it holds and
     storing what was computed. Stored scores belong to the stored output: an
     output just computed (an engine need not be deterministic) is scored anew."""
-    stored = run.cache.get_scores(key) if run.cache and record.from_cache else {}
+    output, key = produced.audio, produced.key
+    stored = run.cache.get_scores(key) if run.cache and produced.from_cache else {}
     if run.stored_only and not scores_complete(run, stored):
         raise NeedsScores()
     values = dict(stored)
-    record.scores, record.undefined = score(clip, output, run, record, values)
+    scores, undefined, notes, pooled = score(clip, produced, run, values)
     checked = values.get(run.identity.checks) if run.cache else None
     if checked is None:
         lag, unmeasured = checks.residual_lag(output, clip)
         checked = {"residual_lag": lag, "lag_unmeasured": unmeasured, "flags": checks.output_flags(output, clip, lag)}
         if run.cache:
             values[run.identity.checks] = checked
-    record.residual_lag, record.lag_unmeasured = checked["residual_lag"], checked["lag_unmeasured"]
-    record.flags = checked["flags"] + checks.score_flags(record.scores, run.metrics, run.voice_drop_db)
     if run.cache and values != stored:
         run.cache.put_scores(key, values)
+    return Scored(scores, undefined, notes, pooled, checked["residual_lag"], checked["lag_unmeasured"],
+                  checked["flags"] + checks.score_flags(scores, run.metrics, run.voice_drop_db))
 
 
 def scores_complete(run: EngineRun, stored: Mapping[str, Any]) -> bool:
@@ -52,17 +68,19 @@ def separated(output: np.ndarray, clip: Clip) -> np.ndarray | None:
 
 
 def score(
-    clip: Clip, output: np.ndarray, run: EngineRun, record: ClipRecord, stored: dict[str, Any]
-) -> tuple[dict[str, float], dict[str, str]]:
-    """Each metric's value or the reason it has none. ``stored`` holds cached
-    results by metric identity: those are used, and new ones are added to it."""
+    clip: Clip, produced: Produced, run: EngineRun, stored: dict[str, Any]
+) -> tuple[dict[str, float], dict[str, str], dict[str, str], dict[str, dict[str, float]]]:
+    """Each metric's value or the reason it has none, the notes metrics gave
+    and the pooled metrics' items. ``stored`` holds cached results by metric
+    identity: those are used, and new ones are added to it."""
+    output = produced.audio
     inputs = MetricInputs(
         output=output,
         clean=clip.clean,
         noisy=clip.noisy,
         sample_rate=clip.sample_rate,
-        cpu_seconds=record.cpu_seconds,
-        wall_seconds=record.wall_seconds,
+        cpu_seconds=produced.cpu_seconds,
+        wall_seconds=produced.wall_seconds,
         reference_sources=clip.sources,
         output_sources=separated(output, clip),
         transcript=clip.transcript,
@@ -70,6 +88,8 @@ def score(
     )
     scores: dict[str, float] = {}
     undefined: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    pooled: dict[str, dict[str, float]] = {}
     for metric in run.metrics:  # with one BLAS thread: see run_clip
         identity = run.identity.metrics[metric.name] if run.cache else metric.name
         if identity not in stored:
@@ -82,10 +102,10 @@ def score(
             undefined[metric.name] = result["undefined"]
         elif "values" in result:
             scores.update(result["values"])
-            record.metric_notes.update(result.get("notes", {}))
+            notes.update(result.get("notes", {}))
             if "pooled" in result:
-                record.pooled[metric.name] = result["pooled"]
-    return scores, undefined
+                pooled[metric.name] = result["pooled"]
+    return scores, undefined, notes, pooled
 
 
 def reference_features(clip: Clip, cache: Cache | None) -> ReferenceFeatures:

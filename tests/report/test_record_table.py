@@ -21,19 +21,18 @@ def metric(name: str) -> MetricSpec:
 def records() -> list[ClipRecord]:
     made = []
     for index in range(30):
-        record = ClipRecord(engine="e", clip_id=f"c{index:02d}", labels={"snr": str(index % 3), "noise": "white"},
-                            scores={"a": index * 0.5 - 3.0}, duration=1.0, cpu_seconds=0.01 * index, wall_seconds=0.02,
-                            source_path=f"/data/c{index}.wav", delay="160 samples at 16000 Hz", sample_rate=16000,
-                            residual_lag=(40 if index % 4 else None), seed=index % 2)
-        if index >= 10:  # a metric first seen on the eleventh clip: the first ten lack it
-            record.scores["b"] = -float(index)
+        scores = {"a": index * 0.5 - 3.0, **({"b": -float(index)} if index >= 10 else {})}  # "b" first seen on the eleventh clip
+        more = {}
         if index % 7 == 3:
-            record.error, record.scores = "broken", {}
+            more.update(error="broken")
+            scores = {}
         if index % 5 == 0:
-            record.flags, record.notes, record.metric_notes = ["silent"], ["downmixed"], {"b": "short"}
-            record.pooled = {"a": {"count": 3, "variance": 0.25}}
-            record.streaming = {"streamable": True, "block_ms": [1.0, 2.0]}
-        made.append(record)
+            more.update(flags=["silent"], notes=["downmixed"], metric_notes={"b": "short"}, pooled={"a": {"count": 3, "variance": 0.25}},
+                        streaming={"streamable": True, "block_ms": [1.0, 2.0]})
+        made.append(ClipRecord(engine="e", clip_id=f"c{index:02d}", labels={"snr": str(index % 3), "noise": "white"},
+                               scores=scores, duration=1.0, cpu_seconds=0.01 * index, wall_seconds=0.02,
+                               source_path=f"/data/c{index}.wav", delay="160 samples at 16000 Hz", sample_rate=16000,
+                               residual_lag=(40 if index % 4 else None), seed=index % 2, **more))
     return made
 
 

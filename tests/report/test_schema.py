@@ -3,6 +3,7 @@ the schema, the validator catches what departs from it, the writer refuses an
 invalid payload, and docs/results.md documents exactly the schema's fields."""
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -27,9 +28,8 @@ def metric(name: str) -> MetricSpec:
 def payload(**extra) -> dict:
     records = []
     for index, value in enumerate([1.0, 3.0, -2.0]):
-        record = ClipRecord(engine="e", clip_id=f"c{index}", labels={"cell": "a"}, duration=1.0, cpu_seconds=0.1, wall_seconds=0.2)
-        record.scores = {"si_sdri": value, "stoi": 0.8}
-        records.append(record)
+        records.append(ClipRecord(engine="e", clip_id=f"c{index}", labels={"cell": "a"}, duration=1.0, cpu_seconds=0.1,
+                                  wall_seconds=0.2, scores={"si_sdri": value, "stoi": 0.8}))
     metrics = [metric("si_sdri"), metric("stoi")]
     return model.engine_result("e", "demo", summarise(records, metrics, ["cell"]), metrics, {"engine_info": {"name": "e"}, **extra})
 
@@ -63,18 +63,27 @@ def test_numbers_may_be_nan_or_infinite_but_not_booleans():
     assert schema.errors(result, schema.engine_schema()) == ["$.rtf: bool where number is expected"]
 
 
-def test_what_the_writer_adds_goes_through_the_model(tmp_path):
+def test_what_the_writer_adds_makes_a_new_payload_through_the_model(tmp_path):
     result = payload()
-    model.with_comparisons(result, {"passthrough": {}})
-    pick = result["worst_clips"][0]
-    model.link_audio(pick, audio="audio/e/c2.wav", input_audio="audio/_input/c2.wav")
+    before = copy.deepcopy(result)
+    run = result["worst_clips"][0]["run"]
+    done = model.finished(result, {"passthrough": {}}, {run: {"audio": "audio/e/c2.wav", "input_audio": "audio/_input/c2.wav"}})
+    assert result == before  # built once: the payload it came from is unchanged
     with pytest.raises(ValueError):
-        model.link_audio(pick, waveform="x.wav")
-    write_json(tmp_path / "e.json", model.validated(result))
+        model.finished(result, audio={run: {"waveform": "x.wav"}})
+    write_json(tmp_path / "e.json", model.validated(done))
     written = json.loads((tmp_path / "e.json").read_text())
     assert written["comparisons"] == {"passthrough": {}} and written["worst_clips"][0]["audio"] == "audio/e/c2.wav"
-    model.unlink_audio(result)
-    assert "audio" not in result["worst_clips"][0] and "input_audio" not in result["worst_clips"][0]
+    assert list(written) == list(before) + ["comparisons"]  # the file's key order: comparisons last, as ever
+    without = model.finished(done)  # an earlier run's, whose grid was rebuilt without it
+    assert "audio" not in without["worst_clips"][0] and "input_audio" not in without["worst_clips"][0]
+    assert done["worst_clips"][0]["audio"] == "audio/e/c2.wav"
+
+
+def test_the_typed_result_has_the_schemas_keys_and_requires_what_it_requires():
+    """model.EngineResult and schema.PROPERTIES describe one file: they stay equal."""
+    assert set(model.EngineResult.__annotations__) == set(schema.PROPERTIES)
+    assert model.EngineResult.__required_keys__ == set(schema.REQUIRED)
 
 
 def documented_fields(text: str) -> list[str]:

@@ -1,6 +1,8 @@
 """Aggregation on hand-computed numbers: per cell, worst cell, seeds, bootstrap."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -14,12 +16,9 @@ def metric(name: str = "si_sdri", higher: bool = True) -> MetricSpec:
 
 
 def record(clip: str, value: float | None, cell: str = "a", seed: int | None = None) -> ClipRecord:
-    r = ClipRecord(engine="e", clip_id=clip, labels={"cell": cell}, seed=seed, duration=1.0, cpu_seconds=0.1, wall_seconds=0.2)
-    if value is None:
-        r.error = "broken"
-    else:
-        r.scores = {"si_sdri": value}
-    return r
+    outcome = {"error": "broken"} if value is None else {"scores": {"si_sdri": value}}
+    return ClipRecord(engine="e", clip_id=clip, labels={"cell": cell}, seed=seed, duration=1.0, cpu_seconds=0.1, wall_seconds=0.2,
+                      **outcome)
 
 
 def test_describe_mean_median_mad():
@@ -106,9 +105,7 @@ def paired(ours, theirs, higher=True):
     from nsbench.report.baselines import compare_with_baselines
 
     engine = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(ours)]
-    baseline = [record(f"c{i}", v, cell="a" if i < 3 else "b") for i, v in enumerate(theirs)]
-    for r in baseline:
-        r.engine = "passthrough"
+    baseline = [dataclasses.replace(record(f"c{i}", v, cell="a" if i < 3 else "b"), engine="passthrough") for i, v in enumerate(theirs)]
     return compare_with_baselines({"passthrough": baseline, "e": engine}, [metric(higher=higher)], ["cell"], ["passthrough"])["e"]["passthrough"]["si_sdri"]
 
 
@@ -156,10 +153,9 @@ def test_the_reported_intervals_cover_the_true_mean_and_median_about_95_percent(
 
 def pooled_record(clip: str, pairs: list[float], sources: str, condition: str, seed: int | None = None) -> ClipRecord:
     """A clip of a metric pooled over pairs, recorded as the run loop records it."""
-    r = ClipRecord(engine="e", clip_id=clip, labels={"sources": sources, "condition": condition}, seed=seed)
-    r.scores = {"pairs_metric": float(np.mean(pairs)), "plain": float(len(pairs))}
-    r.pooled = {"pairs_metric": {"count": len(pairs), "variance": float(np.var(pairs))}}
-    return r
+    return ClipRecord(engine="e", clip_id=clip, labels={"sources": sources, "condition": condition}, seed=seed,
+                      scores={"pairs_metric": float(np.mean(pairs)), "plain": float(len(pairs))},
+                      pooled={"pairs_metric": {"count": len(pairs), "variance": float(np.var(pairs))}})
 
 
 def test_a_pooled_metric_pools_items_within_every_cell_key_and_seeds_pool_their_items():

@@ -339,3 +339,29 @@ def test_block_flags_are_checked(capsys):
     with pytest.raises(SystemExit):
         main(["--block-size", "128", "--block-ms", "10"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+class WholeOnlyNaN:
+    """Offers no stream, and returns NaN on the whole clip: it fails the clip."""
+
+    sample_rate = 16000
+    delay = 0
+
+    def process(self, audio):
+        return np.full(len(audio), np.nan, np.float32)
+
+    def close(self):
+        pass
+
+
+def test_a_clip_failed_by_an_engine_that_cannot_stream_keeps_why_it_ran_whole():
+    """The record is built once from what the clip's steps returned (nsbench.run.clips.clip_outcome);
+    a failure on the whole-clip fallback still says why it ran whole, and is flagged as NaN."""
+    spec = EngineSpec(name="whole-nan", factory=lambda options: WholeOnlyNaN(), description="test", sample_rate=16000, delay=0)
+    [outcome] = run_engine(EngineRun(spec, {}, metric_specs("si_sdr"), blocks=Blocks(128)), [tone_source()])
+    record = outcome.record
+    assert record.failed and "NaN" in record.error and record.flags == ["nan_inf"]
+    assert record.streaming == {"streamable": False, "block_size": 128, "why": "the engine offers no stream"}
+    assert record.duration == pytest.approx(2.0) and record.sample_rate == 16000  # what loading gave is kept
+    with pytest.raises(dataclasses.FrozenInstanceError):  # and nothing changes it afterwards
+        record.error = None

@@ -1,9 +1,13 @@
-"""The listening test's section of report.md and report.html.
+"""The listening test's section of report.md and report.html: pure text.
 
-``nsbench listen --collect`` writes ``listening-results.md`` beside the run's
-report; ``include(folder)`` puts that section into report.md and report.html
-between markers (replacing an earlier one), and the results writer calls it
-after each run, so a rerun keeps the section.
+``nsbench listen --collect`` writes ``listening-results.json`` and
+``listening-results.md`` beside the run's report (``markdown`` is that .md);
+``sections(folder)`` reads them back as the two sections, and
+nsbench.report.report_pages, the one writer of report.md and report.html,
+puts them in between markers (replacing an earlier one) whenever it writes
+the reports: after each run, so a rerun keeps the section, and when
+--collect asks it to. It lives in report, below listen, so that the writer
+need not import listen (listen imports report).
 """
 from __future__ import annotations
 
@@ -162,18 +166,16 @@ def replace_between(text: str, block: str, before: str) -> str:
     return text + "\n" + marked + "\n" if at < 0 else text[:at] + marked + "\n" + text[at:]
 
 
-def include(folder: Path) -> None:
-    """Puts the collected listening results (if any) into report.md and report.html of ``folder``."""
-    md, data = folder / RESULTS_MD, folder / RESULTS_JSON
-    if not md.is_file() or not data.is_file():
-        return
-    report = folder / "report.md"
-    if report.is_file():
-        report.write_text(replace_between(report.read_text(), md.read_text().rstrip(), ""))
-    page = folder / "report.html"
-    if page.is_file():
-        try:
-            section = html_section(json.loads(data.read_text()))
-        except (ValueError, KeyError, TypeError):
-            return  # an unreadable results file: report.md still has its text
-        page.write_text(replace_between(page.read_text(), section, "</body>"))
+def sections(folder: Path) -> tuple[str, str] | None:
+    """The collected listening results in ``folder`` as (report.md's section,
+    report.html's), or None where none was collected. The files are the test's
+    own, read as text; an unreadable results file gives report.html no
+    section ("") while report.md keeps the collected text."""
+    text, data = folder / RESULTS_MD, folder / RESULTS_JSON
+    if not text.is_file() or not data.is_file():
+        return None
+    try:
+        page = html_section(json.loads(data.read_text()))
+    except (ValueError, KeyError, TypeError):
+        page = ""
+    return text.read_text().rstrip(), page
