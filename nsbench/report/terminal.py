@@ -25,7 +25,7 @@ def summary_text(
 ) -> str:
     """``ranking``: the run's (nsbench.report.run_ranking); the rows follow it."""
     headline = headline_of(results)
-    lines = [rank_report.headline_sentence(dataset, results, ranking)]
+    lines = wrapped(rank_report.headline_sentence(dataset, results, ranking))
     lines += engine_table(results, headline, ranking)
     lines += [line for table in paper_table.paper_tables(results) for line in paper_table.terminal_lines(table)]
     if any(highlights.is_oracle(r) for r in results):
