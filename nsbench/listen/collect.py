@@ -23,10 +23,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from nsbench.listen import report_section, stats
+from nsbench.listen import stats
+from nsbench.report import listening_section as report_section  # the section is the report's (nsbench.report.writer includes it)
 from nsbench.listen.build import FORMAT, KEY_FILE
 from nsbench.listen.design import MUSHRA, P835_SCALES, REFERENCE
-from nsbench.listen.report_section import RESULTS_JSON, RESULTS_MD
+from nsbench.report.listening_section import RESULTS_JSON, RESULTS_MD
 from nsbench.plugins.errors import UserError
 from nsbench.ratings import Z95, RatedItem, RatedSet, Rating
 from nsbench.report import human_agreement

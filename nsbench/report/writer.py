@@ -39,8 +39,9 @@ from nsbench.report import agreement, compare, conditions_summary, coverage, fai
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
-from nsbench.run import checks, no_reference, streaming
-from nsbench.run.config import RunConfig
+from nsbench.run import no_reference, streaming
+from nsbench.audio import checks
+from nsbench.config import RunConfig
 from nsbench.store import atomic, folders
 from nsbench.report.baselines import compare_with_baselines, compared_metrics
 from nsbench.report.format import md
@@ -258,7 +259,7 @@ class ResultsWriter:
             title, _, rest = report.partition("\n\n")
             report = f"{title}\n\n{interruption}\n\n{rest}"
         write_atomically(self.folder / "report.md", report)
-        from nsbench.listen.report_section import include  # a listening test collected here keeps its section
+        from nsbench.report.listening_section import include  # a listening test collected here keeps its section
 
         include(self.folder)
         return report, code

@@ -15,7 +15,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.run import checks, streaming
+from nsbench.run import streaming
+from nsbench.audio import checks
 from nsbench.run.interrupts import not_from_a_signal
 from nsbench.store.cache import Cache
 from nsbench.store.keys import Identity

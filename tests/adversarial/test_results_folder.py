@@ -252,12 +252,13 @@ def test_f05_an_engine_may_not_take_a_name_the_run_keeps(monkeypatch, capsys, tm
 def test_f05_stems_differ_without_regard_to_case_and_the_reserved_list_holds_every_own_file():
     """F-05: Report.json and report.json are one file on macOS; the files the
     listen command and the plots write are on the reserved list."""
-    from nsbench.listen import build, report_section
+    from nsbench.listen import build
+    from nsbench.report import listening_section
 
     with pytest.raises(UserError, match="engines 'Fast' and 'fast' would both write fast.json"):
         check_file_names("set", ["Fast", "fast"], [])
     check_file_names("set", ["a+b", "a-b", "passthrough"], ["x", "track/12s"])  # stems a_b, a-b, passthrough
-    own = [build.KEY_FILE, report_section.RESULTS_JSON, report_section.RESULTS_MD, "report.md", "report.html",
+    own = [build.KEY_FILE, listening_section.RESULTS_JSON, listening_section.RESULTS_MD, "report.md", "report.html",
            "comparison.json", "agreement.json", listening_grid.AUDIO_FOLDER]
     assert {Path(name).stem for name in own} <= set(RUN_FILE_STEMS)
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from nsbench.run.engine_run import LAG_COMPENSATION, EngineHolder, EngineRun, engine_faults
 from nsbench.run.interrupts import Interrupted, as_interrupted, deferred, held
-from nsbench.run.plan import RunPlan
+from nsbench.session.plan import RunPlan
 from nsbench.run.progress import engine_progress, say
 from nsbench.run.runner import run_engine
-from nsbench.run.session import Run, Stopped
+from nsbench.session.state import Run, Stopped
 from nsbench.report import conditions_summary, streaming_summary
 from nsbench.report.baselines import baselines_of
 from nsbench.report.model import engine_result

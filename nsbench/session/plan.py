@@ -6,8 +6,8 @@ bound to their options, the clips (once per input condition under
 ``--condition``), the blocks of ``--block-size``, the cache and the metrics'
 cache keys, and what every ``<engine>.json`` shares (the dataset's
 description, the provenance, the run's identity). The loop
-(nsbench.run.loop) reads it and never changes it; what does change as the
-run goes is nsbench.run.session.RunState.
+(nsbench.session.loop) reads it and never changes it; what does change as the
+run goes is nsbench.session.state.RunState.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 from nsbench.store import cache
 from nsbench.store.keys import Identity, checks_identity, engine_identity, metric_identity
 from nsbench.run import conditions, flag_use, no_reference, streaming
-from nsbench.run.config import RunConfig
+from nsbench.config import RunConfig
 from nsbench.report import coverage, layout, provenance
 from nsbench.plugins.metric_options import bind_options, metric_context, metric_provenance
 from nsbench.plugins.registry import Registry, default_dataset

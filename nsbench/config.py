@@ -1,7 +1,7 @@
 """The run's configuration: the command line parsed once into a frozen record.
 
 The argparse Namespace stops at the CLI. Everything after it reads a
-RunConfig: the run's plan (nsbench.run.plan), the results writer, the
+RunConfig: the run's plan (nsbench.session.plan), the results writer, the
 executors. Every plugin gets only its own plugin's flags (PLUGIN_API 4): an
 engine (``engine_options``), a metric (``plugin_flags``), a dataset
 (``dataset_options``: with the data folder).
@@ -21,7 +21,7 @@ class RunConfig:
     (nsbench.cli.build_parser) are the only ones, so the two cannot disagree;
     ``from_args`` is how a RunConfig is made."""
 
-    dataset: str | None  # --dataset; None: the registry's default (nsbench.run.plan.dataset_of)
+    dataset: str | None  # --dataset; None: the registry's default (nsbench.session.plan.dataset_of)
     data_folder: str | None
     engines: tuple[str, ...]  # --engine, in order; empty: every available default engine
     metrics: tuple[str, ...]  # --metric; empty: every available default metric
