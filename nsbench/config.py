@@ -14,6 +14,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from nsbench.plugins.errors import UserError
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -91,3 +93,28 @@ class RunConfig:
         flags and ``data_folder`` (--data-folder, None without it)."""
         return {**self.plugin_flags(plugin), "data_folder": self.data_folder}
 
+
+@dataclass(frozen=True)
+class Blocks:
+    """--block-size N (samples at the clip's rate) or --block-ms: one of the two."""
+
+    size: int | None = None
+    ms: float | None = None
+
+    def samples(self, sample_rate: int) -> int:
+        return self.size if self.size else max(1, round(self.ms * sample_rate / 1000))
+
+    @property
+    def flag(self) -> str:
+        return f"--block-size {self.size}" if self.size else f"--block-ms {self.ms:g}"
+
+
+def blocks_from(args: Any) -> Blocks | None:
+    """The run's blocks; None: whole clips. Raises UserError for a size below one sample."""
+    if args.block_size is not None and args.block_size < 1:
+        raise UserError(f"--block-size must be at least 1 sample, got {args.block_size}")
+    if args.block_ms is not None and not args.block_ms > 0:
+        raise UserError(f"--block-ms must be more than 0, got {args.block_ms:g}")
+    if args.block_size is None and args.block_ms is None:
+        return None
+    return Blocks(args.block_size, args.block_ms)

@@ -8,6 +8,7 @@ engines.
 """
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
 import sys
@@ -131,6 +132,14 @@ def build_next_engine(run: Run, engine: EngineSpec | None) -> None:
         holder.discard()
         return
     run.state.built_ahead[engine.name] = holder
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--align-constant-lag", action="store_true",
+        help="if an engine's output lags the clean voice by the same amount on most clips, remove that lag "
+             "and run the engine again (the report says so)",
+    )
 
 
 def align_constant_lag(run: Run, turn: Turn) -> dict[str, Any] | None:

@@ -19,8 +19,8 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.store import cache
 from nsbench.store.keys import Identity, checks_identity, engine_identity, metric_identity
-from nsbench.run import conditions, flag_use, no_reference, streaming
-from nsbench.config import RunConfig
+from nsbench.run import conditions, flag_use, no_reference
+from nsbench.config import Blocks, RunConfig, blocks_from
 from nsbench.report import coverage, layout, provenance
 from nsbench.plugins.metric_options import bind_options, metric_context, metric_provenance
 from nsbench.plugins.registry import Registry, default_dataset
@@ -40,7 +40,7 @@ class RunPlan:
     sources: tuple[ClipSource, ...]  # the clips; under --condition, each once per condition
     metrics: tuple[MetricSpec, ...]  # bound to their options (nsbench.plugins.metric_options)
     conditions: tuple[str, ...]  # --condition's names, none first; () without
-    blocks: streaming.Blocks | None  # --block-size or --block-ms; None: whole clips
+    blocks: Blocks | None  # --block-size or --block-ms; None: whole clips
     cache: cache.Cache | None  # None: --no-cache
     # With a cache: each metric's digest (name, version, code), the same for every engine.
     metric_identities: Mapping[str, str]
@@ -113,7 +113,7 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
         config.block_size, config.block_ms)
     run_cache = cache.Cache(cache.cache_root(), read=not config.rerun) if config.use_cache else None
     return RunPlan(config, registry, dataset, tuple(engines), tuple(sources), tuple(metrics), names,
-                   streaming.blocks_from(config), run_cache, identities if run_cache else {}, shared, ratings)
+                   blocks_from(config), run_cache, identities if run_cache else {}, shared, ratings)
 
 
 def dataset_of(config: RunConfig, registry: Registry) -> DatasetSpec:
