@@ -5,6 +5,10 @@ RunConfig: the run's plan (nsbench.session.plan), the results writer, the
 executors. Every plugin gets only its own plugin's flags (PLUGIN_API 4): an
 engine (``engine_options``), a metric (``plugin_flags``), a dataset
 (``dataset_options``: with the data folder).
+
+Below both the run and the report, which read it alike; so are ``Blocks``,
+what ``--block-size``/``--block-ms`` ask (streamed by nsbench.run.streaming,
+described by nsbench.report.streaming_summary).
 """
 from __future__ import annotations
 
