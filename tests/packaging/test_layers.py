@@ -12,10 +12,15 @@ layers, top down.
 """
 from __future__ import annotations
 
+import argparse
+import inspect
 from pathlib import Path
 
 import pytest
 
+from nsbench.audio import checks
+from nsbench.report import writer
+from nsbench.session import engine_turn
 from tests.packaging.test_architecture import REPO_ROOT, circles, import_graph, module_files
 
 ROOT = "nsbench"  # nsbench/__init__.py: the plugin API's names
@@ -106,3 +111,16 @@ def test_docs_architecture_names_every_package():
     missing = [package for layer in LAYERS for package in sorted(layer)
                if f"`{Path(*package.split('.')).as_posix()}" not in text]
     assert not missing, f"docs/architecture.md does not name: {missing}"
+
+
+def test_each_flag_is_defined_by_the_module_that_acts_on_it():
+    """A run flag defined in report (--align-constant-lag was, in report/writer.py) is gone."""
+    owners = {engine_turn: ({"--align-constant-lag"}, engine_turn.align_constant_lag, "align_constant_lag"),
+              checks: ({"--voice-drop-db"}, checks.score_flags, "voice_drop_db"),
+              writer: ({"--compare", "--compare-tolerance", "--no-plots", "--no-html"}, None, "")}
+    for module, (flags, acting, option) in owners.items():
+        parser = argparse.ArgumentParser(add_help=False)
+        module.add_arguments(parser)
+        assert {flag for action in parser._actions for flag in action.option_strings} == flags, module.__name__
+        if acting is not None:
+            assert option in inspect.getsource(acting), f"{module.__name__} defines {flags} but does not read {option}"
