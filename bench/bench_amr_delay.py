@@ -19,7 +19,7 @@ intelligibility, the codec is not a pure delay, and the residual-lag estimate
 (broadband cross-correlation) reads the low band's extra phase as 16-20 samples.
 Mixed with the real noises at 0-20 dB, the residual lag read 15-22 samples on
 the male readers (libri1, libri2, cmu aew) and 0 (or -1) on the female ones;
-limited to 300-3400 Hz it reads 0 on all 18: nsbench/run/checks.py's residual_lag
+limited to 300-3400 Hz it reads 0 on all 18: nsbench/audio/checks.py's residual_lag
 now confirms a broadband lag there (tests/run/test_residual_lag_band.py).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``python benchmark.py``: parse the flags, then list (``--list``,
 nsbench.listing), clear the cache, or hand a frozen RunConfig to the run
-(nsbench.run.loop.benchmark); and the three commands, ``new-plugin``, ``listen`` and ``rank``.
+(nsbench.session.loop.benchmark); and the three commands, ``new-plugin``, ``listen`` and ``rank``.
 
 Flag names follow Picovoice's benchmark where it has them (``--engine``,
 ``--dataset``, ``--data-folder``, ``--output-folder``). ``main(argv)`` takes a
@@ -14,9 +14,9 @@ from typing import Sequence
 
 from nsbench.store import cache, eviction
 from nsbench.run import malloc_tuning
-from nsbench.run.config import RunConfig
+from nsbench.config import RunConfig
 from nsbench.run.interrupts import Interrupted, as_interrupted, signals_interrupt
-from nsbench.run.loop import benchmark
+from nsbench.session.loop import benchmark
 from nsbench.flags import parse_flags
 from nsbench.listing import list_text, list_width
 from nsbench.plugins.registry import build_registry

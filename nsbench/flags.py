@@ -16,9 +16,11 @@ from typing import Any, NoReturn
 from nsbench.listing import LIST_CHOICES
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.manager import get_plugin_manager
+from nsbench.audio import checks
 from nsbench.report.writer import add_arguments as add_report_arguments
 from nsbench.report.run_ranking import add_arguments as add_ranking_arguments
 from nsbench.run import clip_timeout, streaming
+from nsbench.session import engine_turn
 from nsbench.store import eviction
 
 
@@ -122,6 +124,10 @@ def build_parser(manager, parser_class: type[argparse.ArgumentParser] | None = N
     cache.add_argument("--cache-max-size", type=eviction.size_argument, metavar="SIZE",  # nsbench.store.eviction
                        help="cap the cache of outputs and scores, e.g. 2GB or 500MB: the least recently used go first "
                             f"(default: ${eviction.MAX_SIZE_VARIABLE}, else no cap)")
+    # Each module that owns a behaviour defines its flags: the lag pass (the
+    # session's engine turn), the voice-drop check, the reports, the ranking, the streaming.
+    engine_turn.add_arguments(parser)
+    checks.add_arguments(parser)
     add_report_arguments(parser)
     add_ranking_arguments(parser)
     streaming.add_arguments(parser)

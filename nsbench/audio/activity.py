@@ -1,7 +1,7 @@
 """Where the clean voice is active: its 20 ms segments within 40 dB of its
 loudest (the nomus write-up's gate). The voice level and music attenuation
 metrics (``metrics/levels.py``) and the output checks' ``voice_deleted``
-(``nsbench.run.checks``) share it, so it lives in the core: a check never
+(``nsbench.audio.checks``) share it, so it lives in the core: a check never
 imports a plugin module.
 """
 from __future__ import annotations

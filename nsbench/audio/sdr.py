@@ -1,5 +1,5 @@
 """SI-SDR and plain SNR: the maths the SI-SDR metrics (``metrics/sisdr.py``)
-and the output checks (``nsbench.run.checks``) share, kept in the core so that a
+and the output checks (``nsbench.audio.checks``) share, kept in the core so that a
 check never imports a plugin module. Definitions and conventions: the metric
 module's docstring and docs/metrics.md.
 """

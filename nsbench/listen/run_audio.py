@@ -5,7 +5,7 @@ clean reference from its dataset, each engine's output from the cache (or from
 It takes the run's own path: the command line recorded in the provenance is
 parsed again by the CLI's parser, the clips come from the dataset adapter as
 the run listed them, and an output's cache key is made by the run's own
-``cache_identity`` (nsbench.run.plan), as the run made it. What the report's
+``cache_identity`` (nsbench.session.plan), as the run made it. What the report's
 listening grid receives while the run is on (a ``read_output(engine, run)``
 callback and the clip sources) is what this gives afterwards.
 
@@ -101,7 +101,7 @@ def reopen(folder: Path, plugins: Sequence[str] = ()) -> FinishedRun:
     run = FinishedRun(folder, results, records, command="python benchmark.py " + shlex.join(refill))
     from nsbench.flags import RecordedCommandLine, named_plugins, parse_recorded  # the run's own parser, only when a test is built
     from nsbench.plugins.manager import get_plugin_manager
-    from nsbench.run.config import RunConfig
+    from nsbench.config import RunConfig
     from nsbench.plugins.registry import build_registry
 
     try:
@@ -158,7 +158,7 @@ def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
     """The clips as the run listed them (its --limit and --condition included)."""
     from nsbench.store import cache
     from nsbench.run import conditions
-    from nsbench.run.plan import dataset_of
+    from nsbench.session.plan import dataset_of
 
     dataset = dataset_of(config, registry)
     sources = dataset.clips(config.dataset_options(registry.datasets.get(dataset.name).plugin))[: config.limit]
@@ -174,7 +174,7 @@ def output_reader(config: Any, registry: Any, results: list[dict[str, Any]]) -> 
     from nsbench.store.keys import Identity
     from nsbench.report.listening_grid import read_excerpt
     from nsbench.report.model import file_stem
-    from nsbench.run.plan import cache_identity
+    from nsbench.session.plan import cache_identity
 
     store = cache.Cache(cache.cache_root())
     identities: dict[tuple[str, Any], str] = {}

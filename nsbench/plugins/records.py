@@ -163,7 +163,7 @@ class ClipRecord:
     # why, unless the check does not apply (no voice, a separation clip).
     residual_lag: int | None = None
     lag_unmeasured: str = ""
-    flags: list[str] = field(default_factory=list)  # degenerate output (nsbench.run.checks.FLAGS)
+    flags: list[str] = field(default_factory=list)  # degenerate output (nsbench.audio.checks.FLAGS)
     # The output came from the cache (nsbench.store.cache): its timings are those of
     # the run that made it.
     from_cache: bool = False

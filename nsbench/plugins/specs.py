@@ -277,7 +277,7 @@ class MetricSpec:
     # figures that rank exactly as another: si_sdri as si_sdr). Of a metric
     # with several ``values``, only the value named as the metric ranks.
     category: str = ""
-    # Its part in the voice_level_drop flag (nsbench.run.checks.score_flags): a
+    # Its part in the voice_level_drop flag (nsbench.audio.checks.score_flags): a
     # clip whose "level" value is below -(--voice-drop-db) while its
     # "improvement" value is positive (voice_level_db and si_sdri); "": none.
     voice_drop_role: str = ""

@@ -10,7 +10,7 @@ from nsbench.plugins.records import ClipRecord
 from nsbench.report.format import md
 from nsbench.report.record_table import RecordTable, as_table, first_appearances
 from nsbench.plugins.specs import MetricSpec
-from nsbench.run.conditions import LABEL, NONE
+from nsbench.record_terms import LABEL, NONE
 
 
 def condition_cells(records: RecordTable | Iterable[ClipRecord], metrics: Sequence[MetricSpec], names: Sequence[str]) -> list[dict[str, Any]]:

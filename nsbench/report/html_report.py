@@ -23,7 +23,7 @@ from urllib.parse import quote
 from nsbench.report import highlights, layout
 from nsbench.report.format import Table, clip_list, clips_count, fmt, plain
 from nsbench.report.html_assets import SCRIPT, STYLE
-from nsbench.run import no_reference
+from nsbench.report import reference_use
 from nsbench.report.listening_grid import Grid, GridOutput, LISTEN_SECONDS
 from nsbench.report.markdown import baselines_text, compensation_text, dataset_attribution, pooled_text
 from nsbench.report.tables import baseline_rows, cell_rows, headline_of, hodges_lehmann_text, pooled_rows, summary_rows
@@ -53,10 +53,10 @@ def html_page(
         lead,  # the ranking and its forest plot (nsbench.report.rank_report)
         "<p>Means over clips; "
         # Only about the metrics that ran: a run without references computes no SI-SDR.
-        + ("SI-SDR without mean removal (torchmetrics zero_mean=False); " if no_reference.intrusive_scored(ordered) else "")
+        + ("SI-SDR without mean removal (torchmetrics zero_mean=False); " if reference_use.intrusive_scored(ordered) else "")
         + "confidence intervals are percentile bootstraps (1000 resamples, seeded). "
         "Click a table's header to sort it; type in a box to filter its rows (words, or <code>column=value</code>).</p>",
-        *([f"<p>{esc(no_reference.results_text(ordered))}</p>"] if no_reference.results_text(ordered) else []),
+        *([f"<p>{esc(reference_use.results_text(ordered))}</p>"] if reference_use.results_text(ordered) else []),
         highlights_html(ordered),
         *notices,
         "<h2>Headline per engine and cell</h2>",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from nsbench.run import no_reference
+from nsbench.report import reference_use
 from nsbench.plugins.specs import MetricSpec
 from nsbench.report import layout
 from nsbench.report.format import clip_list, clips_count, markdown_row, markdown_table, md
@@ -130,7 +130,7 @@ def report_markdown(
         "Cell means. "
         # Only about the metrics that ran: a run without references computes no SI-SDR.
         + ("SI-SDR is computed without mean removal (torchmetrics zero_mean=False); si_sdr_zm in the JSON is the "
-           "zero-mean convention. " if no_reference.intrusive_scored(results) else "")
+           "zero-mean convention. " if reference_use.intrusive_scored(results) else "")
         + "RTF is CPU time (process and "
         "children) over audio duration, resampling included, model loading excluded; "
         f"{jobs} worker process{'es' if jobs > 1 else ''} shared the machine's cores, which inflates wall-clock RTF.",

@@ -10,7 +10,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.run.streaming import IDENTICAL, Blocks
+from nsbench.config import Blocks
+from nsbench.record_terms import IDENTICAL
 from nsbench.report.format import markdown_table, md
 from nsbench.report.tables import fmt_timing  # the RTF reads as the summary's (never 0.000)
 from nsbench.text import plural

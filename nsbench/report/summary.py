@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.run import checks
+from nsbench.audio import checks
 
 from nsbench.report import layout
 from nsbench.report.statistics import bootstrap_ci, bootstrap_median_ci, pooled_mean_ci, uncertainty  # noqa: F401 (bootstrap_ci: re-exported)

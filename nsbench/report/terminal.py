@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.report import coverage, failures, highlights, paper_table, rank_report
 
-from nsbench.run import no_reference
+from nsbench.report import reference_use
 from nsbench.report.format import fmt, fmt_timing, interval
 from nsbench.report.tables import beside_headline_columns, headline_of, hodges_lehmann_text
 from nsbench.text import plural
@@ -34,7 +34,7 @@ def summary_text(
         lines += wrapped("p(best): the share of resamples in which the engine ranks first (ties shared)"
                          + (f"; category scores: the mean rank over {', '.join(ranking['settings']['categories'])}"
                             if len(ranking["settings"]["categories"]) > 1 else ""))
-    lines += wrapped(no_reference.results_text(results))
+    lines += wrapped(reference_use.results_text(results))
     lines += wrapped(verdict_text(results))
     lines += wrapped(difference_direction(results))
     lines += wrapped(flags_text(results))

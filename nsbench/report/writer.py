@@ -35,12 +35,11 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, report_pages, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, rank_report, run_folders, run_ranking, streaming_summary
+from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, rank_report, reference_use, report_pages, run_folders, run_ranking, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
-from nsbench.run import checks, no_reference, streaming
-from nsbench.run.config import RunConfig
+from nsbench.config import RunConfig, blocks_from
 from nsbench.store import atomic, folders
 from nsbench.report.baselines import compare_with_baselines, compared_metrics
 from nsbench.report.format import md
@@ -65,17 +64,10 @@ def write_json(path: Path, payload: Any) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--align-constant-lag", action="store_true",
-        help="if an engine's output lags the clean voice by the same amount on most clips, remove that lag "
-             "and run the engine again (the report says so)",
-    )
     parser.add_argument("--compare", metavar="PATH", help="stored results (a folder or an <engine>.json) to compare with; "
                         f"exit code {compare.EXIT_REGRESSION} if an engine got worse beyond the tolerances")
     parser.add_argument("--compare-tolerance", action="append", default=[], metavar="[METRIC=]VALUE",
                         help="tolerance for --compare: 0.1 for every metric, or stoi=0.01 for one (repeatable)")
-    parser.add_argument("--voice-drop-db", type=float, default=checks.VOICE_DROP_DB, metavar="DB",
-                        help=f"flag clips whose voice level drops by more than DB while SI-SDRi is positive (default {checks.VOICE_DROP_DB:g})")
     parser.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
     parser.add_argument("--no-html", action="store_true", help="do not write report.html and its audio")
 
@@ -248,7 +240,7 @@ class ResultsWriter:
         sections, code = self.extras(results, grid, current)
         sections = [text for text in [human_report.markdown(self.human, self.human_figures), agreement.agreement_markdown(self.agreement)]
                     if text] + sections
-        blocks = streaming.blocks_from(self.config)
+        blocks = blocks_from(self.config)
         if blocks:
             sections.insert(0, streaming_summary.report_section(results, blocks, self.config.jobs))
             only_whole = streaming_summary.only_unstreamable_line(results, self.baselines, blocks)
@@ -256,7 +248,7 @@ class ResultsWriter:
                 print(f"nsbench: {only_whole}", file=sys.stderr)
         top, by_condition = conditions_summary.report_parts(results) if self.conditions else ([], [])
         top = [text for text in (coverage.earlier_text(self.coverage.earlier), md(coverage.cache_sentence(current)),
-                                 md(no_reference.results_text(results))) if text] + list(top)
+                                 md(reference_use.results_text(results))) if text] + list(top)
         sections = [text for text in (failures.failures_markdown(current), coverage.left_out_markdown(self.coverage.left_out))
                     if text] + sections
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
@@ -358,7 +350,7 @@ class ResultsWriter:
              grid: listening_grid.Grid, current: list[dict[str, Any]]) -> None:
         from nsbench.report.html_report import conditions_html, html_page, streaming_html
 
-        blocks = streaming.blocks_from(self.config)
+        blocks = blocks_from(self.config)
         sections = [*([conditions_html(results)] if self.conditions else []),
                     *([streaming_html(results, blocks, self.config.jobs)] if blocks else [])]
         cached = coverage.cache_sentence(current)

@@ -1,11 +1,9 @@
-"""The run: from the parsed flags to each engine's records.
+"""Running engines over clips: records in, nothing written but the cache.
+The run's top (its plan, the loop, each engine's turn) is nsbench.session,
+which hands the records to nsbench.report; nothing here imports either.
 
-- config: the flags parsed once (RunConfig, frozen; the parser holds the defaults)
-- plan: what the run will do, decided once (RunPlan, frozen)
-- session: the run under way (plan, writer, executor) and RunState, the little that changes
-- loop: the run's top, each engine in turn, then the files and the summary
-- engine_turn: one engine's turn (clips logged as they come, the lag pass, its summary)
 - runner: one engine over its clips (cache first, then the executor); engine_run: its records
 - clips: one clip (load, produce, checks on the output); scoring: its scores and flags
 - executors, dask_executor: where clips run; streaming: --block-size; conditions: --condition
+- flag_use: the plugin flags the run takes; interrupts, progress, clip_timeout: the run's edges
 """

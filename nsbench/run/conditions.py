@@ -39,9 +39,8 @@ from nsbench.plugins.specs import ConditionSpec
 from nsbench.plugins.errors import ClipError, UserError
 from nsbench.plugins.records import Clip, ClipSource
 from nsbench.plugins.specs import spec_version
+from nsbench.record_terms import LABEL, NONE  # noqa: F401 (NONE: this module's API too)
 
-NONE = "none"
-LABEL = "condition"  # the clip label and the cell key
 COMPOSE = "+"
 ID_SEPARATOR = "@"
 

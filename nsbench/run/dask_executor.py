@@ -245,7 +245,7 @@ def packed(value: Any) -> bytes:
 
 class ClusterCannotGoOn(UserError):
     """No engine can run on the cluster as it is: the run stops
-    (nsbench.run.loop) rather than skipping engine after engine."""
+    (nsbench.session.loop) rather than skipping engine after engine."""
 
 
 class WorkersCannotLoadClips(ClusterCannotGoOn):

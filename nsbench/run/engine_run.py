@@ -16,7 +16,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.run import checks, streaming
+from nsbench.audio import checks
+from nsbench.config import Blocks
 from nsbench.run.interrupts import not_from_a_signal
 from nsbench.store.cache import Cache
 from nsbench.store.keys import Identity
@@ -98,7 +99,7 @@ class EngineRun:
     # Seconds of lag removed on top of the declared delay (--align-constant-lag's second pass).
     lag_compensation: float = 0.0
     voice_drop_db: float = checks.VOICE_DROP_DB  # --voice-drop-db, for the voice_level_drop flag
-    blocks: streaming.Blocks | None = None  # --block-size: streamable engines run block by block
+    blocks: Blocks | None = None  # --block-size: streamable engines run block by block
     # Serve only what the cache holds whole (output and every score): a clip
     # that needs scoring raises NeedsScores, for the executor's workers to score.
     stored_only: bool = False

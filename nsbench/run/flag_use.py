@@ -17,7 +17,7 @@ from typing import Sequence
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.registry import Registered, Registry
 from nsbench.plugins.specs import DatasetSpec, EngineSpec
-from nsbench.run.config import RunConfig
+from nsbench.config import RunConfig
 
 DATA_FOLDER = "data_folder"
 KINDS = ("datasets", "engines", "metrics", "conditions", "recognisers")  # the Registry's fields

@@ -1,5 +1,6 @@
 """Sets whose clips have no clean reference (PLUGIN_API 3): which metrics and
-engines such a set can use, and the paragraph the reports print about it.
+engines such a set can use, and what the results record about it
+(``reference_use``; the paragraph the reports print is nsbench.report.reference_use).
 
 A clip without a reference (``Clip.clean`` None, its ClipSource saying
 ``has_reference=False``) is scored only by metrics with
@@ -20,7 +21,7 @@ each clip without a reference with one reason (nsbench.run.clips).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from nsbench.plugins.records import ClipSource
 from nsbench.plugins.specs import MetricSpec
@@ -65,36 +66,8 @@ def reference_use(sources: Sequence[ClipSource], metrics: Sequence[MetricSpec], 
     }
 
 
-def reference_text(use: Mapping[str, Any] | None) -> str:
-    """One paragraph for the reports, or "" on a set where every clip has a reference."""
-    if not use or not use.get("clips_without_reference"):
-        return ""
-    missing, clips = use["clips_without_reference"], use["clips"]
-    scope = "No clip has a clean reference." if missing == clips else f"{missing} of {clips} clips have no clean reference."
-    used = ", ".join(use["metrics_without_reference"]) or "none"
-    text = (f"{scope} Metrics this set could use there "
-            f"(they judge the output alone, or against the input): {used}.")
-    if use["metrics_needing_reference"]:
-        where = "on the clips that have one" if missing < clips else "nowhere"
-        text += (f" Metrics that need the reference, scored {where} (skipped, not failed, elsewhere): "
-                 f"{', '.join(use['metrics_needing_reference'])}.")
-    return text + " Checks without a reference: identity and silence against the input; lag: not checked."
-
-
 def oracle_note(oracle_names: Sequence[str], sources: Sequence[ClipSource]) -> str:
     """Why the default run leaves the oracles out, or "" where it keeps them."""
     if not oracle_names or clips_without_reference(sources) < len(sources):
         return ""
     return f"{', '.join(oracle_names)} not run: oracle engines need the clean reference, and no clip has one"
-
-
-def results_text(results: Sequence[Mapping[str, Any]]) -> str:
-    """reference_text of a run's results (every engine's JSON holds the same ``reference_use``)."""
-    return reference_text(next((r["reference_use"] for r in results if r.get("reference_use")), None))
-
-
-def intrusive_scored(results: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether some clip had a reference, so the intrusive metrics (SI-SDR) ran: the
-    reports explain them only then."""
-    use = next((r["reference_use"] for r in results if r.get("reference_use")), None)
-    return not use or use.get("clips_without_reference", 0) < use.get("clips", 0)

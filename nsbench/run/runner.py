@@ -4,7 +4,7 @@ It serves what the cache holds whole, builds the engine only if a clip still
 needs it, hands the other clips to an executor (or runs them here, one after
 the other), and always closes the engine. What one clip goes through (load,
 produce, score, check) is nsbench.run.clips; it does no file I/O: it yields
-records and output audio, and the caller (nsbench.run.engine_turn) writes them.
+records and output audio, and the caller (nsbench.session.engine_turn) writes them.
 """
 from __future__ import annotations
 

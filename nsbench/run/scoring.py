@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nsbench.run import checks
+from nsbench.audio import checks
 from nsbench.run.engine_run import EngineRun, NeedsScores, Produced
 from nsbench.store.cache import Cache
 from nsbench.store.reference import ReferenceAudio, ReferenceFeatures, reference_key

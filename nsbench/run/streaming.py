@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,9 +52,9 @@ from nsbench.audio.blocks import arrays_equal, spans
 from nsbench.store.digests import digest, nsbench_digest
 from nsbench.audio.sdr import si_sdr
 from nsbench.plugins.engine import Stream
-from nsbench.plugins.errors import ClipError, UserError
+from nsbench.plugins.errors import ClipError
+from nsbench.record_terms import IDENTICAL
 
-IDENTICAL = "identical"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,32 +64,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "(128: a Web Audio worklet); the others run whole clips, marked so")
     group.add_argument("--block-ms", type=float, metavar="MS",
                        help="--block-size in milliseconds (10: a call's frame), rounded to samples at the clip's rate")
-
-
-@dataclass(frozen=True)
-class Blocks:
-    """--block-size N (samples at the clip's rate) or --block-ms: one of the two."""
-
-    size: int | None = None
-    ms: float | None = None
-
-    def samples(self, sample_rate: int) -> int:
-        return self.size if self.size else max(1, round(self.ms * sample_rate / 1000))
-
-    @property
-    def flag(self) -> str:
-        return f"--block-size {self.size}" if self.size else f"--block-ms {self.ms:g}"
-
-
-def blocks_from(args: Any) -> Blocks | None:
-    """The run's blocks; None: whole clips. Raises UserError for a size below one sample."""
-    if args.block_size is not None and args.block_size < 1:
-        raise UserError(f"--block-size must be at least 1 sample, got {args.block_size}")
-    if args.block_ms is not None and not args.block_ms > 0:
-        raise UserError(f"--block-ms must be more than 0, got {args.block_ms:g}")
-    if args.block_size is None and args.block_ms is None:
-        return None
-    return Blocks(args.block_size, args.block_ms)
 
 
 def stream_key(whole_key: str, size: int) -> str:

@@ -26,7 +26,7 @@ FORMAT_VERSION = 1
 # which every output depends; the engine's own code and what it imports are
 # found from its module (code_files).
 HARNESS_SOURCES = ("run/engine_run.py", "run/runner.py", "run/clips.py", "run/scoring.py", "audio/files.py")
-CHECKS_MODULE = "nsbench.run.checks"
+CHECKS_MODULE = "nsbench.audio.checks"
 CHECKS_ENTRY = "checks"
 
 
@@ -70,5 +70,5 @@ def metric_identity(name: str, version: str, func: Any, fingerprint: str = "") -
 
 
 def checks_identity() -> str:
-    """The output checks' code: nsbench.run.checks and all it imports (the SI-SDR maths, the lag search)."""
+    """The output checks' code: nsbench.audio.checks and all it imports (the SI-SDR maths, the lag search)."""
     return digest(CHECKS_ENTRY, files_content_digest(code_files(CHECKS_MODULE)))

@@ -24,7 +24,7 @@ import pytest
 
 from nsbench.cli import main
 from nsbench.report.writer import ResultsWriter
-from nsbench.run import engine_turn, loop
+from nsbench.session import engine_turn, loop
 
 from tests.helpers.audio import tone_and_noise, write_wav
 from tests.helpers.paths import REPO_ROOT

@@ -135,7 +135,7 @@ def test_a_default_engine_that_cannot_run_here_is_left_out_saying_why(capsys):
     from nsbench.plugins.hookspecs import hookimpl
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
-    from nsbench.run.plan import select_engines
+    from nsbench.session.plan import select_engines
 
     real = registry().engines.get("hush").spec
 

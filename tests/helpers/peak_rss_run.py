@@ -5,7 +5,7 @@
     python -m tests.helpers.peak_rss_run [benchmark flags]
 
 The clip loop's peak is exact, not polled: just before each engine's
-summary (nsbench.run.engine_turn.summarise_engine) VmHWM is read, and just
+summary (nsbench.session.engine_turn.summarise_engine) VmHWM is read, and just
 after it the kernel's peak is reset to the current RSS (/proc/self/clear_refs,
 "5"), so the next engine's clips start from there (the heap the summary
 freed trimmed first: glibc, Linux). Used by
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from nsbench.cli import main
-from nsbench.run import engine_turn
+from nsbench.session import engine_turn
 
 STATUS = Path("/proc/self/status")
 CLEAR_REFS = Path("/proc/self/clear_refs")

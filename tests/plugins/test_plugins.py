@@ -257,7 +257,7 @@ def test_a_fact_declared_in_one_place_stands():
 
 def test_datasets_receive_their_own_plugin_s_flags_and_the_data_folder_only():
     from nsbench.flags import build_parser
-    from nsbench.run.config import RunConfig
+    from nsbench.config import RunConfig
 
     manager = get_plugin_manager(load_entry_points=False)
     registry = build_registry(manager)

@@ -131,7 +131,7 @@ def test_each_engine_raises_exactly_its_own_flag(faulty_run, engine):
 
 def test_flags_name_the_clips(faulty_run, demo_sources):
     from nsbench.audio.sdr import si_sdr
-    from nsbench.run.checks import NOISY_INPUT_BELOW_DB
+    from nsbench.audio.checks import NOISY_INPUT_BELOW_DB
 
     noisy_input = [f"{n}_snr{s}_0" for n in ("stationary", "nonstationary", "babble", "music") for s in (-5, 0, 5, 10, 15, 20)]
     # The passthrough is the input on the noisy clips and the music-only one (not
@@ -194,7 +194,7 @@ def test_align_constant_lag_removes_the_lag_and_says_so(faulty_run, tmp_path, mo
 
 def test_the_array_checks_not_exercised_by_the_engines_above():
     """barely_changed and clipped, on one hand-made clip (0 dB SNR)."""
-    from nsbench.run import checks
+    from nsbench.audio import checks
     from nsbench.plugins.records import Clip
 
     rng = np.random.default_rng(0)
@@ -241,7 +241,7 @@ def test_voice_kept_is_the_clean_voices_gain_in_the_output_and_deleted_below_40_
     """On a seeded 2 s noise 'voice' (its active segments: all of it), with
     independent noise beside it: the gain is read within its chance
     correlation, the sign does not matter, and -40 dB is the line."""
-    from nsbench.run import checks
+    from nsbench.audio import checks
     from nsbench.plugins.records import Clip
 
     rng = np.random.default_rng(1)
@@ -264,7 +264,7 @@ def test_voice_kept_is_the_clean_voices_gain_in_the_output_and_deleted_below_40_
 def test_voice_deleted_allows_for_the_residual_lag():
     """A noise 'voice' 10 ms late shares nothing with itself in time: read
     without the lag it looks deleted, with the lag the check found, kept whole."""
-    from nsbench.run import checks
+    from nsbench.audio import checks
     from nsbench.plugins.records import Clip
 
     clean = (0.1 * np.random.default_rng(2).standard_normal(32000)).astype(np.float32)

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from nsbench.run import checks, no_reference
+from nsbench.run import no_reference
+from nsbench.audio import checks
 from nsbench.audio.files import read_audio
 from nsbench.cli import main
 from nsbench.plugins.records import Clip, ClipSource
@@ -146,7 +147,7 @@ def test_an_oracle_named_on_a_set_without_references_fails_each_clip_with_one_re
 
 
 def test_default_engines_leave_the_oracles_out_without_any_reference(capsys):
-    from nsbench.run.plan import select_engines
+    from nsbench.session.plan import select_engines
     from nsbench.plugins.manager import get_plugin_manager
     from nsbench.plugins.registry import build_registry
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nsbench.audio.alignment import estimate_lag
-from nsbench.run.checks import residual_lag, speech_band
+from nsbench.audio.checks import residual_lag, speech_band
 from nsbench.plugins.records import Clip
 
 RATE = 16000

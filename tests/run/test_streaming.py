@@ -26,7 +26,7 @@ from nsbench.plugins.manager import get_plugin_manager
 from nsbench.plugins.registry import build_registry
 from nsbench.run.engine_run import EngineRun
 from nsbench.run.runner import run_engine
-from nsbench.run.streaming import Blocks
+from nsbench.config import Blocks
 from nsbench.plugins.records import Clip, ClipSource
 from nsbench.plugins.specs import EngineSpec
 from tests.helpers.lazy import LazyModule

@@ -14,41 +14,43 @@ import nsbench
 from nsbench.store.digests import imported_modules
 from nsbench.report import writer as results
 from nsbench.cli import main
-from nsbench.run.config import RunConfig
+from nsbench.config import RunConfig
 
 NSBENCH = Path(nsbench.__file__).parent
 
 
-def imports_of(module: str) -> set[str]:
-    return set(imported_modules(str(NSBENCH / "run" / f"{module}.py"), f"nsbench.run.{module}"))
+def imports_of(dotted: str) -> set[str]:
+    """What ``run.clips`` or ``session.loop`` imports (a name under nsbench)."""
+    package, _, module = dotted.rpartition(".")
+    return set(imported_modules(str(NSBENCH / package / f"{module}.py"), f"nsbench.{dotted}"))
 
 
-# Below the run's top (nsbench.run.loop, which chooses the executor once):
+# Below the run's top (nsbench.session.loop, which chooses the executor once):
 # one engine's turn, one engine over its clips, one clip, its scores.
-LOOP_MODULES = ("engine_turn", "session", "plan", "runner", "engine_run", "clips", "scoring")
+LOOP_MODULES = ("session.engine_turn", "session.state", "session.plan", "run.runner", "run.engine_run", "run.clips", "run.scoring")
 
 
 def test_the_run_loop_imports_no_execution_strategy():
     strategies = {"nsbench.run.executors", "nsbench.run.dask_executor", "nsbench.cli"}
     for module in LOOP_MODULES:
         assert not imports_of(module) & strategies, module
-    assert "nsbench.run.executors" not in imports_of("dask_executor")
+    assert "nsbench.run.executors" not in imports_of("run.dask_executor")
     # Both strategies run a clip through run.clips (Dask's workers by way of run.dask_worker).
-    assert "nsbench.run.clips" in imports_of("executors") and "nsbench.run.clips" in imports_of("dask_worker")
-    assert "nsbench.run.dask_worker" in imports_of("dask_executor")
-    assert "nsbench.run.executors" in imports_of("loop")  # chosen in one place, at the top
+    assert "nsbench.run.clips" in imports_of("run.executors") and "nsbench.run.clips" in imports_of("run.dask_worker")
+    assert "nsbench.run.dask_worker" in imports_of("run.dask_executor")
+    assert "nsbench.run.executors" in imports_of("session.loop")  # chosen in one place, at the top
 
 
 def test_the_cli_parses_and_lists_and_the_run_lives_in_run():
-    """cli.py hands a RunConfig to nsbench.run.loop; it holds no part of the run."""
+    """cli.py hands a RunConfig to nsbench.session.loop; it holds no part of the run."""
     cli = set(imported_modules(str(NSBENCH / "cli.py"), "nsbench.cli"))
-    assert "nsbench.run.loop" in cli
-    assert not cli & {"nsbench.run.runner", "nsbench.run.engine_turn", "nsbench.run.executors", "nsbench.report.summary"}
+    assert "nsbench.session.loop" in cli
+    assert not cli & {"nsbench.run.runner", "nsbench.session.engine_turn", "nsbench.run.executors", "nsbench.report.summary"}
 
 
 def test_the_plan_is_frozen_and_the_changing_state_is_apart():
-    from nsbench.run.plan import RunPlan
-    from nsbench.run.session import RunState
+    from nsbench.session.plan import RunPlan
+    from nsbench.session.state import RunState
 
     assert RunPlan.__dataclass_params__.frozen
     # What changes as the run goes is in RunState alone, and only that.

@@ -8,6 +8,7 @@ engines.
 """
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
 import sys
@@ -16,10 +17,10 @@ from typing import Any
 
 from nsbench.run.engine_run import LAG_COMPENSATION, EngineHolder, EngineRun, engine_faults
 from nsbench.run.interrupts import Interrupted, as_interrupted, deferred, held
-from nsbench.run.plan import RunPlan
+from nsbench.session.plan import RunPlan
 from nsbench.run.progress import engine_progress, say
 from nsbench.run.runner import run_engine
-from nsbench.run.session import Run, Stopped
+from nsbench.session.state import Run, Stopped
 from nsbench.report import conditions_summary, streaming_summary
 from nsbench.report.baselines import baselines_of
 from nsbench.report.model import engine_result
@@ -131,6 +132,14 @@ def build_next_engine(run: Run, engine: EngineSpec | None) -> None:
         holder.discard()
         return
     run.state.built_ahead[engine.name] = holder
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--align-constant-lag", action="store_true",
+        help="if an engine's output lags the clean voice by the same amount on most clips, remove that lag "
+             "and run the engine again (the report says so)",
+    )
 
 
 def align_constant_lag(run: Run, turn: Turn) -> dict[str, Any] | None:

@@ -1,10 +1,14 @@
 """The run's configuration: the command line parsed once into a frozen record.
 
 The argparse Namespace stops at the CLI. Everything after it reads a
-RunConfig: the run's plan (nsbench.run.plan), the results writer, the
+RunConfig: the run's plan (nsbench.session.plan), the results writer, the
 executors. Every plugin gets only its own plugin's flags (PLUGIN_API 4): an
 engine (``engine_options``), a metric (``plugin_flags``), a dataset
 (``dataset_options``: with the data folder).
+
+Below both the run and the report, which read it alike; so are ``Blocks``,
+what ``--block-size``/``--block-ms`` ask (streamed by nsbench.run.streaming,
+described by nsbench.report.streaming_summary).
 """
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from nsbench.plugins.errors import UserError
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -21,7 +27,7 @@ class RunConfig:
     (nsbench.cli.build_parser) are the only ones, so the two cannot disagree;
     ``from_args`` is how a RunConfig is made."""
 
-    dataset: str | None  # --dataset; None: the registry's default (nsbench.run.plan.dataset_of)
+    dataset: str | None  # --dataset; None: the registry's default (nsbench.session.plan.dataset_of)
     data_folder: str | None
     engines: tuple[str, ...]  # --engine, in order; empty: every available default engine
     metrics: tuple[str, ...]  # --metric; empty: every available default metric
@@ -91,3 +97,28 @@ class RunConfig:
         flags and ``data_folder`` (--data-folder, None without it)."""
         return {**self.plugin_flags(plugin), "data_folder": self.data_folder}
 
+
+@dataclass(frozen=True)
+class Blocks:
+    """--block-size N (samples at the clip's rate) or --block-ms: one of the two."""
+
+    size: int | None = None
+    ms: float | None = None
+
+    def samples(self, sample_rate: int) -> int:
+        return self.size if self.size else max(1, round(self.ms * sample_rate / 1000))
+
+    @property
+    def flag(self) -> str:
+        return f"--block-size {self.size}" if self.size else f"--block-ms {self.ms:g}"
+
+
+def blocks_from(args: Any) -> Blocks | None:
+    """The run's blocks; None: whole clips. Raises UserError for a size below one sample."""
+    if args.block_size is not None and args.block_size < 1:
+        raise UserError(f"--block-size must be at least 1 sample, got {args.block_size}")
+    if args.block_ms is not None and not args.block_ms > 0:
+        raise UserError(f"--block-ms must be more than 0, got {args.block_ms:g}")
+    if args.block_size is None and args.block_ms is None:
+        return None
+    return Blocks(args.block_size, args.block_ms)

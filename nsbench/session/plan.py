@@ -6,8 +6,8 @@ bound to their options, the clips (once per input condition under
 ``--condition``), the blocks of ``--block-size``, the cache and the metrics'
 cache keys, and what every ``<engine>.json`` shares (the dataset's
 description, the provenance, the run's identity). The loop
-(nsbench.run.loop) reads it and never changes it; what does change as the
-run goes is nsbench.run.session.RunState.
+(nsbench.session.loop) reads it and never changes it; what does change as the
+run goes is nsbench.session.state.RunState.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.store import cache
 from nsbench.store.keys import Identity, checks_identity, engine_identity, metric_identity
-from nsbench.run import conditions, flag_use, no_reference, streaming
-from nsbench.run.config import RunConfig
+from nsbench.run import conditions, flag_use, no_reference
+from nsbench.config import Blocks, RunConfig, blocks_from
 from nsbench.report import coverage, layout, provenance
 from nsbench.plugins.metric_options import bind_options, metric_context, metric_provenance
 from nsbench.plugins.registry import Registry, default_dataset
@@ -40,7 +40,7 @@ class RunPlan:
     sources: tuple[ClipSource, ...]  # the clips; under --condition, each once per condition
     metrics: tuple[MetricSpec, ...]  # bound to their options (nsbench.plugins.metric_options)
     conditions: tuple[str, ...]  # --condition's names, none first; () without
-    blocks: streaming.Blocks | None  # --block-size or --block-ms; None: whole clips
+    blocks: Blocks | None  # --block-size or --block-ms; None: whole clips
     cache: cache.Cache | None  # None: --no-cache
     # With a cache: each metric's digest (name, version, code), the same for every engine.
     metric_identities: Mapping[str, str]
@@ -113,7 +113,7 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
         config.block_size, config.block_ms)
     run_cache = cache.Cache(cache.cache_root(), read=not config.rerun) if config.use_cache else None
     return RunPlan(config, registry, dataset, tuple(engines), tuple(sources), tuple(metrics), names,
-                   streaming.blocks_from(config), run_cache, identities if run_cache else {}, shared, ratings)
+                   blocks_from(config), run_cache, identities if run_cache else {}, shared, ratings)
 
 
 def dataset_of(config: RunConfig, registry: Registry) -> DatasetSpec:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from nsbench.run.engine_run import EngineHolder
 from nsbench.run.interrupts import Interrupted
-from nsbench.run.plan import RunPlan
+from nsbench.session.plan import RunPlan
 from nsbench.run.runner import Executor
 from nsbench.report.writer import ResultsWriter
 from nsbench.plugins.specs import EngineSpec
@@ -18,7 +18,7 @@ class RunState:
     """What changes while the run goes, and only that: the cache warnings
     already printed (each is said once per run), and the engine built ahead
     for the next turn while this one's clips run in workers
-    (nsbench.run.engine_turn.build_next_engine)."""
+    (nsbench.session.engine_turn.build_next_engine)."""
 
     warned: set[str] = field(default_factory=set)
     built_ahead: dict[str, EngineHolder] = field(default_factory=dict)

@@ -1,5 +1,5 @@
-"""The run: its plan (nsbench.run.plan), each engine's turn in order
-(nsbench.run.engine_turn), then every file written (nsbench.report.writer)
+"""The run: its plan (nsbench.session.plan), each engine's turn in order
+(nsbench.session.engine_turn), then every file written (nsbench.report.writer)
 and the summary printed.
 
 Following one run from the top: ``benchmark`` -> ``run_engines`` ->
@@ -15,13 +15,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from nsbench.run.config import RunConfig
+from nsbench.config import RunConfig
 from nsbench.run.dask_executor import ClusterCannotGoOn
-from nsbench.run.engine_turn import run_one
+from nsbench.session.engine_turn import run_one
 from nsbench.run.executors import executor_for
 from nsbench.run.interrupts import Interrupted, as_interrupted, held
-from nsbench.run.plan import plan_run
-from nsbench.run.session import Run, Stopped
+from nsbench.session.plan import plan_run
+from nsbench.session.state import Run, Stopped
 from nsbench.report import failures, human_report
 from nsbench.report.format import md
 from nsbench.report.model import file_stem

@@ -8,6 +8,7 @@ them per engine, naming the clips.
 """
 from __future__ import annotations
 
+import argparse
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -48,6 +49,11 @@ VOICE_DROP_DB = 1.0
 # level, which counts the noise left: RNNoise's output on a demo clip whose
 # voice it removed read 18 dB below the voice, its voice 61 dB below.
 VOICE_DELETED_BELOW_DB = SILENCE_BELOW_DB
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--voice-drop-db", type=float, default=VOICE_DROP_DB, metavar="DB",
+                        help=f"flag clips whose voice level drops by more than DB while SI-SDRi is positive (default {VOICE_DROP_DB:g})")
 
 
 def flag_descriptions(voice_drop_db: float = VOICE_DROP_DB) -> dict[str, str]:
