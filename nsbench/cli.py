@@ -8,7 +8,6 @@ list so tests call the CLI directly (as museval does).
 """
 from __future__ import annotations
 
-import os
 import sys
 from typing import Sequence
 
@@ -20,7 +19,6 @@ from nsbench.run.loop import benchmark
 from nsbench.flags import parse_flags
 from nsbench.listing import list_text, list_width
 from nsbench.plugins.registry import build_registry
-from nsbench.report import layout
 from nsbench.plugins.errors import UserError
 
 EXIT_USER_ERROR = 2
@@ -57,14 +55,11 @@ def run_cli(argv: list[str]) -> int:
         return rank(argv[1:])
     manager, args = parse_flags(argv)
     registry = build_registry(manager)
-    layout.use(registry)  # the reports place engines and metrics by these specs
-    if args.cache_max_size:  # read by every Cache, in the worker processes too (nsbench.store.eviction)
-        os.environ[eviction.MAX_SIZE_VARIABLE] = args.cache_max_size
     if args.clear_cache:
         print(cache.clear(cache.cache_root()))
         return 0
     if args.list == "cache":
-        print(cache.usage_text(cache.cache_root()))
+        print(cache.usage_text(cache.cache_root(), eviction.max_size_setting(args.cache_max_size)))
         return 0
     if args.list:
         print(list_text(args.list, registry, manager, width=None if args.verbose else list_width()))

@@ -14,6 +14,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from nsbench.plugins.errors import UserError
+from nsbench.store import eviction
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -55,6 +58,8 @@ class RunConfig:
     rank_categories: tuple[str, ...]  # --rank-category, as typed (nsbench.report.run_ranking parses them)
     rank_ties: str  # --rank-ties
     rank_decimals: int | None  # --rank-decimals
+    # --cache-max-size, else $NSBENCH_CACHE_MAX_SIZE, in bytes (nsbench.store.eviction); None: no cap.
+    cache_max_size: int | None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, argv: list[str]) -> RunConfig:
@@ -75,6 +80,7 @@ class RunConfig:
             argv=tuple(argv),
             block_size=args.block_size, block_ms=args.block_ms,
             rank_categories=tuple(args.rank_category), rank_ties=args.rank_ties, rank_decimals=args.rank_decimals,
+            cache_max_size=cache_max_size(args.cache_max_size),
         )
 
     def engine_options(self, plugin: str) -> dict[str, Any]:
@@ -91,3 +97,11 @@ class RunConfig:
         flags and ``data_folder`` (--data-folder, None without it)."""
         return {**self.plugin_flags(plugin), "data_folder": self.data_folder}
 
+
+def cache_max_size(flag: str | None) -> int | None:
+    """The cache's cap in bytes (nsbench.store.eviction.max_size_setting); a bad
+    $NSBENCH_CACHE_MAX_SIZE is the user's input: one line naming it (the flag's type checked the flag)."""
+    try:
+        return eviction.max_size_of(eviction.max_size_setting(flag))
+    except ValueError as error:
+        raise UserError(f"${eviction.MAX_SIZE_VARIABLE}: {error}") from None

@@ -123,7 +123,7 @@ def test_report_numbers_equal_the_json(demo_run):
         for cell in result["cells"]:
             row = rows[(cell["cell"]["noise"], cell["cell"]["snr_db"], engine)]
             assert row["n"] == str(cell["clips"])
-            for name, title, decimals in layout.table_columns():
+            for name, title, decimals in layout.installed_view().table_columns():
                 if name not in cell["metrics"]:  # a metric not run (wer is optional) has no column
                     assert title not in row
                     continue

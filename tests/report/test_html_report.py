@@ -120,7 +120,7 @@ def test_the_tables_show_the_numbers_in_the_json(page, report_folder):
     for row in cells:
         cell = next(c for c in stored[row["engine"]]["cells"] if c["cell"]["set"] == row["set"])
         assert row["n"] == str(cell["clips"])
-        for name, title, decimals in layout.table_columns():
+        for name, title, decimals in layout.installed_view().table_columns():
             if title in row:
                 assert row[title] == fmt(cell["metrics"][name]["mean"], decimals), (row["engine"], title)
                 checked += row[title] != "–"

@@ -24,14 +24,14 @@ def test_the_specs_fields_place_engines_and_metrics():
         metrics=[metric("late", columns={"late": Column("Late", 1, 20)}), metric("gain", headline_by_default=True,
                  columns={"gain": Column("Gain", 2, 10, plotted=False)}), metric("side", beside_headline=True)],
     )
-    layout.use(registry)
-    try:
-        assert [r["engine"] for r in layout.reference_first([{"engine": "mine"}, {"engine": "other"}, {"engine": "copy"}])] \
-            == ["copy", "mine", "other"]
-        assert layout.reference_engine() == "copy" and not layout.passes_input_through("other")  # baseline is not enough
-        assert layout.table_columns() == (("gain", "Gain", 2), ("late", "Late", 1))
-        assert layout.view().plotted == ("late",)
-        assert layout.beside_headline() == ("side",)
-        assert layout.headline("") == "gain" and layout.headline("late") == "late"
-    finally:
-        layout.use(None)  # back to the installed plugins' registry
+    view = layout.read_view(registry)
+    assert [r["engine"] for r in view.reference_first([{"engine": "mine"}, {"engine": "other"}, {"engine": "copy"}])] \
+        == ["copy", "mine", "other"]
+    assert view.reference_engine() == "copy" and not view.passes_input_through("other")  # baseline is not enough
+    assert view.table_columns() == (("gain", "Gain", 2), ("late", "Late", 1))
+    assert view.plotted == ("late",)
+    assert view.beside_headline == ("side",)
+    assert view.headline("") == "gain" and view.headline("late") == "late"
+    # Nothing is kept: the installed plugins' view is their own, whatever was read before.
+    installed = layout.installed_view()
+    assert installed.reference_engine() == "passthrough" and installed.default_headline == "si_sdri"

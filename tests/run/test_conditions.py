@@ -80,7 +80,7 @@ def separation_clip() -> Clip:
 
 def test_a_reference_condition_reaches_the_sources_and_comes_back_from_the_cache(registry, tmp_path):
     lowpass = resolve(["lowpass-4k"], registry.conditions)[1]
-    [source] = conditioned_sources([ClipSource("mix", separation_clip)], [lowpass], (str(tmp_path), True))
+    [source] = conditioned_sources([ClipSource("mix", separation_clip)], [lowpass], (str(tmp_path), True, None))
     computed, cached = source.load(), source.load()
     expected = np.stack([processing.lowpass(row, RATE, 4000.0, 8) for row in separation_clip().sources])
     np.testing.assert_array_equal(computed.sources, expected)
