@@ -16,7 +16,7 @@ from nsbench.store.folders import MARKER
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise, write_wav
 from tests.helpers.paths import REPO_ROOT
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 
 EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
 ENGINE_KEYS = {
@@ -236,8 +236,8 @@ class FlagPlugin:
 
 
 def test_plugin_flags_reach_the_dataset(tmp_path, monkeypatch):
-    add_plugin_to_the_cli(monkeypatch, FlagPlugin())
-    assert main(["--dataset", "tones", "--tone-count", "4", "--results-folder", str(tmp_path), "--quiet"]) == 0
+    run_cli = cli_with(FlagPlugin())
+    assert run_cli(["--dataset", "tones", "--tone-count", "4", "--results-folder", str(tmp_path), "--quiet"]) == 0
     assert json.loads((tmp_path / "tones" / "passthrough.json").read_text())["clips"] == 4
 
 
@@ -262,11 +262,11 @@ class SeededPlugin:
 
 
 def test_seeds_run_seeded_engines_once_per_seed_and_deterministic_ones_once(tmp_path, monkeypatch):
-    add_plugin_to_the_cli(monkeypatch, SeededPlugin())
+    run_cli = cli_with(SeededPlugin())
     data = make_folder_dataset(tmp_path / "d", count=2)
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "dithering", "--seeds", "0-2",
             "--results-folder", str(tmp_path / "r"), "--quiet"]
-    assert main(argv) == 0
+    assert run_cli(argv) == 0
     folder = tmp_path / "r" / "folder"
     rows = [json.loads(line) for line in (folder / "dithering.clips.jsonl").read_text().splitlines()]
     assert sorted((r["clip_id"], r["seed"]) for r in rows) == [(f"utt{c}", s) for c in range(2) for s in range(3)]
