@@ -69,7 +69,7 @@ def load_local_plugin(plugin: str) -> ModuleType:
 
 def plugin_origin(manager: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
     """Where a plugin comes from and its version: (origin, version)."""
-    from nsbench import __version__
+    from nsbench.version import __version__
 
     name = manager.get_name(plugin) or "?"
     if name.startswith(f"{builtin.__name__}."):

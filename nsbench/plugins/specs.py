@@ -339,6 +339,10 @@ def spec_version(spec: EngineSpec | DatasetSpec | MetricSpec | RecogniserSpec) -
     return version() if callable(version) else version
 
 
+# The condition that leaves the input as it is, always run first under --condition.
+NO_CONDITION = "none"
+
+
 @dataclass(frozen=True)
 class ConditionSpec:
     """A named transform of a clip's audio, registered by a plugin.

@@ -38,9 +38,9 @@ from nsbench.store.keys import clip_digest
 from nsbench.plugins.specs import ConditionSpec
 from nsbench.plugins.errors import ClipError, UserError
 from nsbench.plugins.records import Clip, ClipSource
-from nsbench.plugins.specs import spec_version
+from nsbench.plugins.specs import NO_CONDITION, spec_version
 
-NONE = "none"
+NONE = NO_CONDITION  # the plugins' name for it (nsbench.adapters.NO_CONDITION)
 LABEL = "condition"  # the clip label and the cell key
 COMPOSE = "+"
 ID_SEPARATOR = "@"

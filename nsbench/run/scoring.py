@@ -11,9 +11,9 @@ import numpy as np
 from nsbench.run import checks
 from nsbench.run.engine_run import EngineRun, NeedsScores
 from nsbench.store.cache import Cache
-from nsbench.store.reference import ReferenceAudio, ReferenceFeatures, reference_key
+from nsbench.store.reference import ReferenceFeatures, reference_key
 from nsbench.plugins.errors import MetricUndefined
-from nsbench.plugins.records import Clip, ClipRecord, MetricInputs
+from nsbench.plugins.records import Clip, ClipRecord, MetricInputs, ReferenceAudio
 from nsbench.plugins.specs import MetricSpec, PooledValue
 
 
