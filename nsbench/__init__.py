@@ -28,7 +28,7 @@ from nsbench.plugins.specs import (
     Pooling,
     RecogniserSpec,
 )
-from nsbench.report.ranking import rank_table
+from nsbench.ranking import rank_table
 from nsbench.version import PLUGIN_API, __version__
 
 

@@ -51,7 +51,7 @@ def run_cli(argv: list[str], plugins: tuple[object, ...] = ()) -> int:
         from nsbench.listen import main as listen
 
         return listen(argv[1:])
-    if argv[:1] == ["rank"]:  # rank a table of per-system means by URGENT's rule (nsbench.report.ranking)
+    if argv[:1] == ["rank"]:  # rank a table of per-system means by URGENT's rule (nsbench.ranking)
         from nsbench.rank_command import main as rank
 
         return rank(argv[1:])

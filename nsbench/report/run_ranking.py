@@ -1,5 +1,5 @@
 """A run's ranking: the engines and the passthrough (the original test data)
-ranked by URGENT's rule (nsbench.report.ranking.rank_table, the function a
+ranked by URGENT's rule (nsbench.ranking.rank_table, the function a
 user's table goes through) on the metrics that ran and declare a category,
 each rank with its paired-bootstrap interval and p_best
 (nsbench.report.rank_bootstrap). Oracles are shown apart, never ranked.
@@ -27,7 +27,7 @@ from nsbench.report import highlights
 from nsbench.report.layout import View
 from nsbench.report.baselines import clip_values
 from nsbench.report.rank_bootstrap import CONFIDENCE, RESAMPLES, SEED, bootstrap_ranks
-from nsbench.report.ranking import TIES, rank_table
+from nsbench.ranking import TIES, rank_table
 from nsbench.report.record_table import RecordTable
 
 RANKING_FILE = "ranking.json"

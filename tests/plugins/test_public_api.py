@@ -66,6 +66,22 @@ def test_the_walker_sees_imports_inside_functions(tmp_path):
 @pytest.mark.parametrize("name", nsbench.__all__)
 def test_every_public_name_resolves(name):
     assert getattr(nsbench, name) is not None
+    defined_in = getattr(getattr(nsbench, name), "__module__", "") or ""
+    assert not defined_in.startswith(INTERNAL_LAYERS), f"nsbench.{name} is {defined_in}'s: the run's, report's or store's insides move"
+
+
+def test_the_package_imports_only_the_public_layers():
+    """nsbench/__init__ imports the plugin layer, its version and the ranking
+    rule (a helper library): never the store, whose reference module imports the
+    plugin layer (the circle nsbench -> store.reference -> plugins -> nsbench)."""
+    tree = ast.parse(Path(nsbench.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)} - {"__future__"}
+    assert all(module.startswith(("nsbench.plugins.", "nsbench.version", "nsbench.ranking")) for module in imported), imported
+    reached = {}
+    for path in sorted((Path(nsbench.__file__).parent / "plugins").glob("*.py")):
+        modules = {module for module in nsbench_imports(path) if module != "nsbench.builtin"}  # registers the built-ins
+        reached[path.name] = sorted(m for m in modules if m.startswith(INTERNAL_LAYERS) or m == "nsbench")
+    assert {name: modules for name, modules in reached.items() if modules} == {}
 
 
 @pytest.mark.parametrize("name", adapters.__all__)
