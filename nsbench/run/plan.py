@@ -114,7 +114,8 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     shared["run_identity"] = coverage.run_identity(
         dataset.name, shared["dataset_description"], [source.clip_id for source in sources], identities, names,
         config.block_size, config.block_ms)
-    run_cache = cache.Cache(cache.cache_root(), read=not config.rerun, max_size=config.cache_max_size) if config.use_cache else None
+    run_cache = (cache.Cache(cache.cache_root(), read=not config.rerun, max_size=config.cache_max_size)
+                 if config.use_cache else None)
     return RunPlan(config, registry, dataset, tuple(engines), tuple(sources), tuple(metrics), names,
                    streaming.blocks_from(config), run_cache, identities if run_cache else {}, shared, view, ratings)
 
