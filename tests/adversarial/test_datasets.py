@@ -80,7 +80,7 @@ def test_f09_files_of_one_name_in_two_sub_folders_are_two_clips(tmp_path):
         assert np.allclose(source.load().noisy, noisy[source.clip_id.split("/")[0]], atol=1e-7)
 
 
-def test_f09_each_file_is_run_and_written_once_and_seeds_stay_seeds(tmp_path, monkeypatch):
+def test_f09_each_file_is_run_and_written_once_and_seeds_stay_seeds(tmp_path):
     """F-09: through the CLI, both sub-folders' clips run, and --output-folder
     writes each to its own file (out/<engine>/s1/d.wav); --seeds still runs a
     seeded engine once per seed of each clip (s1/d_seed0.wav, s1/d_seed1.wav)."""

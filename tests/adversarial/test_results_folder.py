@@ -129,7 +129,7 @@ def test_f02_the_grid_refuses_a_path_that_leaves_its_folder(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["..", "../../up"])
-def test_f02_an_engine_name_never_names_a_folder_outside(monkeypatch, capsys, tmp_path, name):
+def test_f02_an_engine_name_never_names_a_folder_outside(capsys, tmp_path, name):
     """F-02: a command engine named ``..`` (--command-name) had the stem
     ``..``: its outputs went to ``--output-folder/../``. Stems are never
     hidden, ``.`` or ``..``."""
@@ -153,7 +153,7 @@ def test_f02_a_stem_is_never_hidden_dots_or_a_grid_folder(name):
 # ------------------------------------------------------------------ F-04 never overwrite what nsbench did not write
 
 
-def test_f04_output_folder_set_to_the_data_folder_is_refused_and_the_data_kept(monkeypatch, capsys, tmp_path):
+def test_f04_output_folder_set_to_the_data_folder_is_refused_and_the_data_kept(capsys, tmp_path):
     """F-04: ``--output-folder`` set to the data folder, with an engine named
     ``noisy``, rewrote the dataset's WAV files (writer.py:150-152)."""
     data = make_folder_dataset(tmp_path / "data", count=2, seconds=0.5)
@@ -218,7 +218,7 @@ def test_f04_claim_is_the_one_check_for_any_folder(tmp_path):
 # ------------------------------------------------------------------ F-05 one engine, one file
 
 
-def test_f05_two_command_engines_of_one_file_name_are_refused_before_anything_runs(monkeypatch, capsys, tmp_path):
+def test_f05_two_command_engines_of_one_file_name_are_refused_before_anything_runs(capsys, tmp_path):
     """F-05: ``command:/x/a+b.sh`` and ``command:/x/a_b.sh`` had one stem: each
     truncated the other's .clips.jsonl, then record_table.py:262 crashed."""
     program = (REPO_ROOT / "examples" / "command_model.py").read_text()

@@ -235,7 +235,7 @@ class FlagPlugin:
         register(DatasetSpec(name="tones", clips=clips, description="test tones", cell_keys=("kind",)))
 
 
-def test_plugin_flags_reach_the_dataset(tmp_path, monkeypatch):
+def test_plugin_flags_reach_the_dataset(tmp_path):
     run_cli = cli_with(FlagPlugin())
     assert run_cli(["--dataset", "tones", "--tone-count", "4", "--results-folder", str(tmp_path), "--quiet"]) == 0
     assert json.loads((tmp_path / "tones" / "passthrough.json").read_text())["clips"] == 4
@@ -261,7 +261,7 @@ class SeededPlugin:
                             description="seeded test engine", sample_rate=16000, delay=0, seeded=True))
 
 
-def test_seeds_run_seeded_engines_once_per_seed_and_deterministic_ones_once(tmp_path, monkeypatch):
+def test_seeds_run_seeded_engines_once_per_seed_and_deterministic_ones_once(tmp_path):
     run_cli = cli_with(SeededPlugin())
     data = make_folder_dataset(tmp_path / "d", count=2)
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "dithering", "--seeds", "0-2",

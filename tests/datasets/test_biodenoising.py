@@ -98,7 +98,7 @@ class OracleSeededPlugin:
                             sample_rate=16000, delay=0, oracle=True, seeded=True))
 
 
-def test_biodenoising_seed_aggregation_end_to_end(bio_parent, tmp_path, monkeypatch):
+def test_biodenoising_seed_aggregation_end_to_end(bio_parent, tmp_path):
     run_cli = cli_with(OracleSeededPlugin())
     argv = ["--dataset", "biodenoising", "--data-folder", str(bio_parent), "--engine", "halving", "--seeds", "0-2",
             "--metric", "si_sdr", "--metric", "si_sdri", "--results-folder", str(tmp_path / "r"), "--quiet"]

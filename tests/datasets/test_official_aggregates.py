@@ -92,7 +92,7 @@ class HalfLevel:
                             sample_rate=None, delay=0, default=False))
 
 
-def test_musdb_mean_over_stems_then_over_tracks_as_the_mdx_kit(tmp_path, monkeypatch):
+def test_musdb_mean_over_stems_then_over_tracks_as_the_mdx_kit(tmp_path):
     # evaluator/music_demixing.py scoring(): SDR with delta 1e-7 per stem, a
     # track's mean over its stems, then the mean over tracks; on nsbench's two
     # mono stems and whole tracks (--musdb-excerpt-seconds 0).

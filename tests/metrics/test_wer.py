@@ -299,7 +299,7 @@ class CountingPlugin:
         register(RecogniserSpec(name="counting", factory=CountingRecogniser, description="counts loud half-seconds", version="1"))
 
 
-def test_a_recogniser_plugin_is_used_when_named(tmp_path, monkeypatch):
+def test_a_recogniser_plugin_is_used_when_named(tmp_path):
     """The plugin's recogniser transcribes, and its name and version reach the
     provenance. c0 has no text: its reference is the clean transcript. c1's
     noisy input carries the mark that makes the recogniser fail: its WER fails
@@ -336,7 +336,7 @@ def test_a_recogniser_plugin_is_used_when_named(tmp_path, monkeypatch):
     assert result["metrics"]["wer"]["n"] == 2
 
 
-def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path, monkeypatch):
+def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path):
     """Two clips, two engines: the clean and noisy transcripts once per clip
     (passthrough's output is its input: that one too), speex's outputs once
     each: 6 transcripts. The same run again takes all of them from the cache."""

@@ -276,7 +276,7 @@ def test_voice_deleted_allows_for_the_residual_lag():
     assert "voice_deleted" not in checks.output_flags(late, clip, LAG)
 
 
-def test_voice_deleted_is_in_every_report(tmp_path, monkeypatch, capsys):
+def test_voice_deleted_is_in_every_report(tmp_path, capsys):
     """The terminal's flags line, report.md and report.html name it, as the other flags."""
     run_cli = cli_with(FaultyEngines())
     argv = ["--engine", "voice-deleted", "--limit", "3", "--jobs", "1", "--results-folder", str(tmp_path), "--no-plots", *CHEAP_METRICS]

@@ -15,7 +15,7 @@ METRICS = ["--metric", "si_sdri", "--metric", "stoi", "--metric", "music_attenua
 
 
 @pytest.fixture
-def cli(tmp_path, monkeypatch):
+def cli(tmp_path):
     run_cli = cli_with(ResidualEngine())
     data = make_folder_dataset(tmp_path / "set")
 

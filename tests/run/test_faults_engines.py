@@ -255,7 +255,7 @@ class CrashPlugin:
                             sample_rate=None, delay=0))
 
 
-def test_a_worker_killed_by_a_segfault_fails_its_clip_and_fresh_workers_go_on(tmp_path, monkeypatch):
+def test_a_worker_killed_by_a_segfault_fails_its_clip_and_fresh_workers_go_on(tmp_path):
     """In-process engines cannot be protected from their own crash with --jobs 1
     (the run ends, keeping what is done); with workers they can."""
     run_cli = cli_with(CrashPlugin())

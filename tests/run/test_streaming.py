@@ -314,7 +314,7 @@ class WholeOnlyPlugin:
         register(EngineSpec(name="whole-only", factory=lambda options: WholeOnly(), description="test", sample_rate=16000, delay=0))
 
 
-def test_only_unstreamable_engines_say_so_in_one_line(tmp_path, monkeypatch, capsys):
+def test_only_unstreamable_engines_say_so_in_one_line(tmp_path, capsys):
     run_cli = cli_with(WholeOnlyPlugin())
     data = make_folder_dataset(tmp_path / "data", count=2)
     code = run_cli(["--dataset", "folder", "--data-folder", str(data), "--engine", "whole-only", "--block-size", "128",
