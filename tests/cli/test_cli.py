@@ -10,7 +10,6 @@ import pytest
 
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.report import layout
 from nsbench.report.format import fmt_value
 from nsbench.store.folders import MARKER
 
@@ -114,7 +113,7 @@ def report_rows(report: str) -> dict[tuple[str, str, str], list[str]]:
     return rows
 
 
-def test_report_numbers_equal_the_json(demo_run):
+def test_report_numbers_equal_the_json(demo_run, view):
     folder, _ = demo_run
     rows = report_rows((folder / "report.md").read_text())
     checked = 0
@@ -123,7 +122,7 @@ def test_report_numbers_equal_the_json(demo_run):
         for cell in result["cells"]:
             row = rows[(cell["cell"]["noise"], cell["cell"]["snr_db"], engine)]
             assert row["n"] == str(cell["clips"])
-            for name, title, decimals in layout.installed_view().table_columns():
+            for name, title, decimals in view.table_columns():
                 if name not in cell["metrics"]:  # a metric not run (wer is optional) has no column
                     assert title not in row
                     continue
