@@ -35,3 +35,16 @@ def test_the_specs_fields_place_engines_and_metrics():
     # Nothing is kept: the installed plugins' view is their own, whatever was read before.
     installed = layout.installed_view()
     assert installed.reference_engine() == "passthrough" and installed.default_headline == "si_sdri"
+
+
+def test_the_view_is_frozen_and_travels_in_the_plan():
+    """What the reports read of the specs is a value of the run's plan, not a module's state."""
+    import dataclasses
+
+    import pytest
+
+    from nsbench.run.plan import RunPlan
+
+    assert RunPlan.__dataclass_fields__["view"].type in ("View", layout.View)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        layout.installed_view().columns = ()  # type: ignore[misc]
