@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nsbench.report.rank_bootstrap import bootstrap_ranks  # noqa: E402
-from nsbench.report.ranking import rank_arrays  # noqa: E402
+from nsbench.ranking import rank_arrays  # noqa: E402
 
 CATEGORY_OF = np.array([0, 0, 0, 1, 1, 1, 1, 2])  # 3 non-intrusive, 4 intrusive, 1 downstream
 HIGHER = np.array([True] * 7 + [False])

@@ -18,7 +18,7 @@ pause in them longer than MAX_PAUSE_SECONDS (where Silero VAD finds no speech)
 is shortened to that, and the silence before the first word and after the
 last to half of it (ROLE_CHANGES: two readers too short for that become
 babble, two babble readers targets). Then each target must give every clip
-at least demo.MIN_SPEECH_SECONDS of speech (demo.sparsest_speech_seconds);
+at least demo.MIN_SPEECH_SECONDS of speech (tests.helpers.demo_speech.sparsest_speech_seconds);
 a recording that does not is refused, one line each, and nothing is written.
 The VAD (onnxruntime, silero-vad) is needed here, never when the demo is mixed.
 """
@@ -39,6 +39,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from nsbench.builtin.datasets import demo  # noqa: E402
+from tests.helpers.demo_speech import sparsest_speech_seconds  # noqa: E402
 
 BUNDLE = REPO_ROOT / "datasets" / "demo_audio"
 PACK_FOLDERS = ("speech", "babble", "noise")
@@ -110,7 +111,7 @@ def shortfall(file: str, recording: np.ndarray) -> str:
     longest, shortest = demo.longest_voice_samples(), demo.shortest_voice_samples()
     if len(recording) < longest:
         return f"{file}: {len(recording) / demo.SAMPLE_RATE:.2f} s long, shorter than a clip's voice ({longest / demo.SAMPLE_RATE:.2f} s)"
-    least = demo.sparsest_speech_seconds(recording)
+    least = sparsest_speech_seconds(recording)
     if least >= demo.MIN_SPEECH_SECONDS:
         return ""
     return (f"{file}: a clip could take {least:.2f} s of speech from it (its sparsest {shortest / demo.SAMPLE_RATE:.1f} s), "

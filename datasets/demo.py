@@ -280,35 +280,6 @@ def longest_voice_samples() -> int:
     return int(CLIP_SECONDS * SAMPLE_RATE) - int(LEAD_IN_SECONDS[0] * SAMPLE_RATE)
 
 
-def speech_chunks(voice: np.ndarray) -> tuple[np.ndarray, float]:
-    """(one bool per chunk of a 16 kHz voice, True where Silero VAD takes it
-    for speech; the chunk's seconds): MIN_SPEECH_SECONDS' measure. Imported
-    here, not at the top: the detector runs in onnxruntime, an extra, and only
-    the bundle's builder and the tests measure; mixing never does."""
-    from nsbench.builtin.metrics import speech_gated
-
-    chunks = speech_gated.speech_probabilities(voice) >= speech_gated.SPEECH_THRESHOLD
-    return chunks, speech_gated.CHUNK / speech_gated.VAD_RATE
-
-
-def speech_seconds(voice: np.ndarray) -> float:
-    """Seconds of speech in a 16 kHz voice (a clip's clean reference)."""
-    chunks, chunk_seconds = speech_chunks(voice)
-    return float(np.count_nonzero(chunks)) * chunk_seconds
-
-
-def sparsest_speech_seconds(recording: np.ndarray) -> float:
-    """The least speech a clip can take from a target recording: the fewest
-    speech chunks in any run of chunks as long as shortest_voice_samples(),
-    high-passed as ``voice`` mixes it. 0 for a recording shorter than
-    longest_voice_samples(), which no clip can take."""
-    if len(recording) < longest_voice_samples():
-        return 0.0
-    chunks, chunk_seconds = speech_chunks(without_rumble(recording))
-    window = int(shortest_voice_samples() / (chunk_seconds * SAMPLE_RATE))
-    return float(np.convolve(chunks, np.ones(window, dtype=int), "valid").min()) * chunk_seconds
-
-
 def noise_excerpt(rng: np.random.Generator, audio: np.ndarray, length: int) -> np.ndarray:
     """A window of a noise recording outside the end reserved for the check set."""
     return window(rng, audio, length, end=len(audio) - int(CHECK_RESERVE_SECONDS * SAMPLE_RATE))

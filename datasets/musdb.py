@@ -55,8 +55,7 @@ from typing import Any, Mapping
 import numpy as np
 import soundfile
 
-from nsbench.adapters import write_atomically_with, cache_root, plural, read_audio, resample
-from nsbench.builtin.metrics.levels import SILENCE_BELOW_DB, segment_length
+from nsbench.adapters import SILENCE_BELOW_DB, write_atomically_with, cache_root, plural, read_audio, resample, segment_length
 from nsbench import Clip, ClipError, ClipSource, DatasetSpec, UserError, hookimpl
 
 SPLITS = ("test", "train")

@@ -63,7 +63,7 @@ from nsbench.adapters import (
     to_int16,
     write_json_atomically,
 )
-from nsbench.builtin import REPO_ROOT
+import nsbench
 from nsbench import MEASURED, ClipError, Engine, EngineSpec, UserError, hookimpl
 
 SAMPLE_RATE = 48000  # the demo's only rate
@@ -407,8 +407,9 @@ def build(options: Mapping[str, Any]) -> RNNoiseDemo:
         return RNNoiseDemo([program], program, timeout, stored_as=program_digest(options, program))
     # `python -m` finds nsbench from the folder above the package (the repo
     # root, or site-packages once installed).
+    above_nsbench = Path(nsbench.__file__).resolve().parents[1]
     label = f"nsbench.builtin.engines.rnnoise_demo (pyrnnoise {version()})"
-    return RNNoiseDemo([sys.executable, "-m", "nsbench.builtin.engines.rnnoise_demo"], label, timeout, cwd=REPO_ROOT, served=True,
+    return RNNoiseDemo([sys.executable, "-m", "nsbench.builtin.engines.rnnoise_demo"], label, timeout, cwd=above_nsbench, served=True,
                        stored_as=program_digest(options, label))
 
 

@@ -1,6 +1,6 @@
 """``--metric urgent``: what nsbench has of the metrics the URGENT challenges
 (2024-2026) rank systems on, each in URGENT's category (the categories are
-declared on the metrics themselves, MetricSpec.category; nsbench.report.ranking
+declared on the metrics themselves, MetricSpec.category; nsbench.ranking
 applies the rule).
 
 URGENT 2025's list and nsbench's share of it: non-intrusive DNSMOS (here all

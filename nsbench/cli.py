@@ -4,13 +4,14 @@ nsbench.listing), clear the cache, or hand a frozen RunConfig to the run
 
 Flag names follow Picovoice's benchmark where it has them (``--engine``,
 ``--dataset``, ``--data-folder``, ``--output-folder``). ``main(argv)`` takes a
-list so tests call the CLI directly (as museval does).
+list so tests call the CLI directly (as museval does), and ``plugins``: plugin
+objects registered for that call alone, on a fresh plugin manager (as pluggy's
+and llm's tests do), so a test adds its plugin without patching anything.
 """
 from __future__ import annotations
 
-import os
 import sys
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from nsbench.store import cache, eviction
 from nsbench.run import malloc_tuning
@@ -20,18 +21,17 @@ from nsbench.session.loop import benchmark
 from nsbench.flags import parse_flags
 from nsbench.listing import list_text, list_width
 from nsbench.plugins.registry import build_registry
-from nsbench.report import layout
 from nsbench.plugins.errors import UserError
 
 EXIT_USER_ERROR = 2
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, plugins: Iterable[object] = ()) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     malloc_tuning.keep_freed_memory()  # before any worker forks (nsbench.run.malloc_tuning says why)
     with signals_interrupt():
         try:
-            return run_cli(argv)
+            return run_cli(argv, tuple(plugins))
         except UserError as error:
             print(f"nsbench: error: {error}", file=sys.stderr)
             return EXIT_USER_ERROR
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return stop.exit_code
 
 
-def run_cli(argv: list[str]) -> int:
+def run_cli(argv: list[str], plugins: tuple[object, ...] = ()) -> int:
     if argv[:1] == ["new-plugin"]:  # a command; anything else is the benchmark's flags
         from nsbench.plugins.scaffold import new_plugin
 
@@ -51,20 +51,17 @@ def run_cli(argv: list[str]) -> int:
         from nsbench.listen import main as listen
 
         return listen(argv[1:])
-    if argv[:1] == ["rank"]:  # rank a table of per-system means by URGENT's rule (nsbench.report.ranking)
+    if argv[:1] == ["rank"]:  # rank a table of per-system means by URGENT's rule (nsbench.ranking)
         from nsbench.rank_command import main as rank
 
         return rank(argv[1:])
-    manager, args = parse_flags(argv)
+    manager, args = parse_flags(argv, plugins)
     registry = build_registry(manager)
-    layout.use(registry)  # the reports place engines and metrics by these specs
-    if args.cache_max_size:  # read by every Cache, in the worker processes too (nsbench.store.eviction)
-        os.environ[eviction.MAX_SIZE_VARIABLE] = args.cache_max_size
     if args.clear_cache:
         print(cache.clear(cache.cache_root()))
         return 0
     if args.list == "cache":
-        print(cache.usage_text(cache.cache_root()))
+        print(cache.usage_text(cache.cache_root(), eviction.max_size_setting(args.cache_max_size)))
         return 0
     if args.list:
         print(list_text(args.list, registry, manager, width=None if args.verbose else list_width()))

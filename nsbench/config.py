@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from nsbench.plugins.errors import UserError
+from nsbench.store import eviction
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ class RunConfig:
     rank_categories: tuple[str, ...]  # --rank-category, as typed (nsbench.report.run_ranking parses them)
     rank_ties: str  # --rank-ties
     rank_decimals: int | None  # --rank-decimals
+    # --cache-max-size, else $NSBENCH_CACHE_MAX_SIZE, in bytes (nsbench.store.eviction); None: no cap.
+    cache_max_size: int | None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, argv: list[str]) -> RunConfig:
@@ -81,6 +84,7 @@ class RunConfig:
             argv=tuple(argv),
             block_size=args.block_size, block_ms=args.block_ms,
             rank_categories=tuple(args.rank_category), rank_ties=args.rank_ties, rank_decimals=args.rank_decimals,
+            cache_max_size=cache_max_size(args.cache_max_size),
         )
 
     def engine_options(self, plugin: str) -> dict[str, Any]:
@@ -122,3 +126,10 @@ def blocks_from(args: Any) -> Blocks | None:
     if args.block_size is None and args.block_ms is None:
         return None
     return Blocks(args.block_size, args.block_ms)
+def cache_max_size(flag: str | None) -> int | None:
+    """The cache's cap in bytes (nsbench.store.eviction.max_size_setting); a bad
+    $NSBENCH_CACHE_MAX_SIZE is the user's input: one line naming it (the flag's type checked the flag)."""
+    try:
+        return eviction.max_size_of(eviction.max_size_setting(flag))
+    except ValueError as error:
+        raise UserError(f"${eviction.MAX_SIZE_VARIABLE}: {error}") from None

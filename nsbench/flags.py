@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Iterable, NoReturn
 
 from nsbench.listing import LIST_CHOICES
 from nsbench.plugins.errors import UserError
@@ -24,9 +24,9 @@ from nsbench.session import engine_turn
 from nsbench.store import eviction
 
 
-def parse_flags(argv: list[str]) -> tuple[Any, argparse.Namespace]:
-    """The plugin manager (built-ins, entry points, ``--plugin`` files) and the parsed flags."""
-    manager = get_plugin_manager(named_plugins(argv))
+def parse_flags(argv: list[str], plugins: Iterable[object] = ()) -> tuple[Any, argparse.Namespace]:
+    """The plugin manager (built-ins, entry points, ``plugins``, ``--plugin`` files) and the parsed flags."""
+    manager = get_plugin_manager(named_plugins(argv), plugins=plugins)
     return manager, build_parser(manager).parse_args(argv)
 
 

@@ -1,5 +1,5 @@
 """``python benchmark.py rank TABLE.csv``: rank any table of per-system
-metric means by URGENT's rule (nsbench.report.ranking), a published
+metric means by URGENT's rule (nsbench.ranking), a published
 leaderboard or a spreadsheet of your own.
 
 TABLE.csv: a header row ``system,<metric>,...``, a row ``direction,higher|lower,...``,
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from nsbench.plugins.errors import UserError
-from nsbench.report.ranking import TIES, rank_table
+from nsbench.ranking import TIES, rank_table
 from nsbench.store import atomic
 
 EXIT_USER_ERROR = 2

@@ -53,3 +53,12 @@ def demo_tts_sources():
     from nsbench.builtin.datasets import demo_tts
 
     return demo_tts.clips({"demo_seed": demo_tts.DEFAULT_SEED})
+
+
+@pytest.fixture(scope="session")
+def view():
+    """The installed plugins' View (nsbench.report.layout): what a run of the
+    built-ins hands its reports; read once, handed to each test that asks."""
+    from nsbench.report.layout import installed_view
+
+    return installed_view()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from nsbench.audio.blocks import float64_blocks
-from nsbench.store.reference import Features
+from nsbench.plugins.records import Features
 
 # Scores are clamped to [-CLAMP_DB, CLAMP_DB]. A silent reference, or an estimate
 # with no component along the reference, gets the floor, never the ceiling.

@@ -23,7 +23,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from nsbench.report import layout
 from nsbench.listen import design, screening, stimuli
 from nsbench.listen.stimuli import token
 from nsbench.listen.design import ANCHOR, INPUT, MUSHRA, P835, REFERENCE, Condition
@@ -67,7 +66,7 @@ def build(results: Path, output: Path | None, options: Options) -> Built:
     run = reopen(results, options.plugins)
     engines = chosen_engines(run, options.engines)
     keys = cell_keys(run)
-    baseline = [r["engine"] for r in run.results if layout.passes_input_through(r["engine"])]
+    baseline = [r["engine"] for r in run.results if run.view.passes_input_through(r["engine"])]
     clips, cells = design.draw_clips(run.records, [*engines, *baseline], keys, options.clips_per_cell, options.seed)
     if not clips:
         raise UserError(f"{results}: no clip that every chosen engine ran without failing")
@@ -87,7 +86,7 @@ def build(results: Path, output: Path | None, options: Options) -> Built:
             raise UserError(f"{results}: every drawn clip has a silent clean reference; use --method p835")
     if method == MUSHRA and not has_reference:
         raise UserError(f"{results}: MUSHRA needs clean references and this set has none; use --method p835")
-    conditions = design.conditions_for(method, engines, has_reference, bool(baseline))
+    conditions = design.conditions_for(method, engines, has_reference, run.view.reference_engine() if baseline else "")
     parts = options.parts or design.part_count(method, len(clips), len(conditions), options.max_trials)
     audio = condition_audio(run, clips, loaded, conditions)
     return write_test(run, output or results / TEST_FOLDER, method, clips, cells, conditions, parts, audio, loaded, options)
@@ -98,7 +97,7 @@ def chosen_engines(run: FinishedRun, asked: Sequence[str]) -> list[str]:
     for name in asked:
         if name not in ran:
             raise UserError(f"engine '{name}' is not in {run.folder} (it has {', '.join(ran)})")
-    return list(asked) or [name for name in ran if not layout.passes_input_through(name)]
+    return list(asked) or [name for name in ran if not run.view.passes_input_through(name)]
 
 
 def cell_keys(run: FinishedRun) -> list[str]:

@@ -17,7 +17,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import layout
 
 MUSHRA, P835 = "mushra", "p835"
 REFERENCE, ANCHOR, INPUT, ENGINE = "reference", "anchor", "input", "engine"
@@ -70,11 +69,12 @@ def draw_clips(records: Mapping[str, Sequence[Mapping[str, Any]]], engines: Sequ
     return chosen, {clip: usable[clip] for clip in chosen}
 
 
-def conditions_for(method: str, engines: Sequence[str], has_reference: bool, baseline_ran: bool) -> list[Condition]:
+def conditions_for(method: str, engines: Sequence[str], has_reference: bool, baseline: str) -> list[Condition]:
     """MUSHRA: hidden reference, 3.5 kHz anchor, input, engines. P.835: input and engines (and the clean
-    reference where the set has one, as a top for the scales)."""
+    reference where the set has one, as a top for the scales). ``baseline``: the engine
+    that passes its input through, "" where none ran."""
     # The input is played from the engine that passes it through, where it ran.
-    found = [Condition(INPUT, engine="" if not baseline_ran else layout.reference_engine())] + [Condition(ENGINE, e) for e in engines]
+    found = [Condition(INPUT, engine=baseline)] + [Condition(ENGINE, e) for e in engines]
     if method == MUSHRA:
         return [Condition(REFERENCE), Condition(ANCHOR), *found]
     return ([Condition(REFERENCE)] if has_reference else []) + found

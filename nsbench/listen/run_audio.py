@@ -26,6 +26,7 @@ import numpy as np
 
 from nsbench.plugins.errors import ClipError, UserError
 from nsbench.plugins.records import ClipSource
+from nsbench.report.layout import View, read_view
 
 Output = tuple[np.ndarray, int]
 
@@ -40,6 +41,7 @@ class FinishedRun:
     sources: dict[str, ClipSource] = field(default_factory=dict)
     read_output: Callable[[str, str], Output | None] = lambda engine, run: None
     command: str = ""  # the run's command line, to say what provides a missing output
+    view: View | None = None  # where the specs place engines (nsbench.report.layout): reopen reads the plugins'
 
     @property
     def dataset(self) -> str:
@@ -118,6 +120,7 @@ def reopen(folder: Path, plugins: Sequence[str] = ()) -> FinishedRun:
     registry = build_registry(manager)
     run.sources = run_sources(config, registry)
     run.read_output = output_reader(config, registry, results)
+    run.view = read_view(registry)
     return run
 
 
@@ -164,7 +167,7 @@ def run_sources(config: Any, registry: Any) -> dict[str, ClipSource]:
     sources = dataset.clips(config.dataset_options(registry.datasets.get(dataset.name).plugin))[: config.limit]
     chosen = conditions.resolve(list(config.conditions), registry.conditions)
     if chosen:
-        sources = conditions.conditioned_sources(sources, chosen, (str(cache.cache_root()), True))
+        sources = conditions.conditioned_sources(sources, chosen, (str(cache.cache_root()), True, config.cache_max_size))
     return {source.clip_id: source for source in sources}
 
 

@@ -24,14 +24,19 @@ ENTRY_POINT_GROUP = hookspecs.PROJECT
 
 
 def get_plugin_manager(
-    local_plugins: Iterable[str] = (), *, load_entry_points: bool = True
+    local_plugins: Iterable[str] = (), *, load_entry_points: bool = True, plugins: Iterable[object] = ()
 ) -> pluggy.PluginManager:
+    """``plugins``: objects registered besides the built-ins and entry points
+    (``nsbench.cli.main(argv, plugins=...)``: a test's, as pluggy's own tests
+    hand a fresh manager their plugin)."""
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     for name in builtin.module_names():
         manager.register(importlib.import_module(name), name=name)
     if load_entry_points:
         manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    for plugin in plugins:
+        manager.register(plugin)
     for plugin in local_plugins:
         module = load_local_plugin(plugin)
         manager.register(module, name=f"local:{plugin}")
@@ -64,7 +69,7 @@ def load_local_plugin(plugin: str) -> ModuleType:
 
 def plugin_origin(manager: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
     """Where a plugin comes from and its version: (origin, version)."""
-    from nsbench import __version__
+    from nsbench.version import __version__
 
     name = manager.get_name(plugin) or "?"
     if name.startswith(f"{builtin.__name__}."):

@@ -85,6 +85,20 @@ class ClipSource:
 
 
 
+# What a reference feature returns (MetricInputs.feature): arrays by name.
+Features = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ReferenceAudio:
+    """What a reference feature may read: the clip's clean voice and noisy
+    input as the metrics score them, and their rate."""
+
+    clean: np.ndarray | None  # None: the clip has no reference
+    noisy: np.ndarray
+    sample_rate: int
+
+
 @dataclass(frozen=True)
 class MetricInputs:
     """Everything a metric may look at for one clip and one engine.
@@ -118,11 +132,11 @@ class MetricInputs:
     def feature(self, compute: Callable[..., dict[str, Any]], *params: Any) -> dict[str, Any]:
         """``compute(ReferenceAudio(clean, noisy, rate), *params)``: what a metric
         derives from the clip's clean voice and noisy input alone, computed once
-        per clip for the whole run when the runner shares it."""
-        from nsbench.store.reference import ReferenceAudio, ReferenceFeatures
-
-        reference = self.reference or ReferenceFeatures(ReferenceAudio(self.clean, self.noisy, self.sample_rate))
-        return reference.get(compute, *params)
+        per clip for the whole run when the runner shares it (``reference``,
+        nsbench.store.reference.ReferenceFeatures); without it, for this call alone."""
+        if self.reference is not None:
+            return self.reference.get(compute, *params)
+        return compute(ReferenceAudio(self.clean, self.noisy, self.sample_rate), *params)
 
     def output_feature(self, compute: Callable[..., Any], *params: Any) -> Any:
         """``compute(self, *params)``, once for this output however many metrics

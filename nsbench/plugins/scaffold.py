@@ -134,7 +134,7 @@ def new_plugin(argv: Sequence[str]) -> int:
 
 
 def write_skeleton(name: str, folder: Path) -> Path:
-    from nsbench import PLUGIN_API, __version__
+    from nsbench.version import PLUGIN_API, __version__
 
     if not NAME_PATTERN.fullmatch(name):
         raise UserError(f"new-plugin {name!r}: use lower-case letters, digits and hyphens, starting with a letter (my-engine)")

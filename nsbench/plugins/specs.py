@@ -271,7 +271,7 @@ class MetricSpec:
     # On a set without references, where no intrusive headline can be computed:
     # this metric's place among the headline's candidates (1 first; 0: never).
     headline_without_reference: int = 0
-    # --- the ranking (nsbench.report.ranking, URGENT's rule) ---
+    # --- the ranking (nsbench.ranking, URGENT's rule) ---
     # The category it ranks in ("non-intrusive", "intrusive", "downstream" or a
     # plugin's own); "": never ranked (levels, timings, input scores, and
     # figures that rank exactly as another: si_sdri as si_sdr). Of a metric
@@ -337,6 +337,10 @@ def reported_values(metrics: Sequence[MetricSpec]) -> list[MetricSpec]:
 def spec_version(spec: EngineSpec | DatasetSpec | MetricSpec | RecogniserSpec) -> str:
     version = spec.version
     return version() if callable(version) else version
+
+
+# The condition that leaves the input as it is, always run first under --condition.
+NO_CONDITION = "none"
 
 
 @dataclass(frozen=True)

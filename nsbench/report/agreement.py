@@ -32,7 +32,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import layout
 from nsbench.report.correlation import average_ranks, spearman  # noqa: F401 (re-exported: the tests hold them to scipy)
 from nsbench.report.baselines import clip_values
 from nsbench.plugins.records import ClipRecord
@@ -51,13 +50,11 @@ def judges_and_intrusive(metrics: Sequence[MetricSpec]) -> tuple[list[MetricSpec
 
 def panel_agreement(
     records: Mapping[str, RecordTable | Sequence[ClipRecord]], metrics: Sequence[MetricSpec], oracles: Sequence[str] = (),
-    baseline: str | None = "",
+    baseline: str | None = None,
 ) -> dict[str, Any]:
     """The agreement of every no-reference judge with every intrusive metric
     the run computed (the module docstring); {} when it computed no pair.
-    ``baseline`` "": the engine that passes its input through (nsbench.report.layout)."""
-    if baseline == "":
-        baseline = layout.reference_engine()
+    ``baseline``: the run's first baseline (None: none ran)."""
     tables = as_tables(records)
     engines = {name: table for name, table in tables.items() if name not in oracles}
     judges, intrusive = judges_and_intrusive(metrics)

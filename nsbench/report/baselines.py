@@ -12,15 +12,16 @@ from nsbench.plugins.records import ClipRecord
 from nsbench.report.record_table import ClipValues, RecordTable, as_tables, clip_means
 
 from nsbench.plugins.specs import MetricSpec
-from nsbench.report import layout, signed_rank
+from nsbench.report import signed_rank
+from nsbench.report.layout import View
 from nsbench.report.summary import headline_spec, natural_key
 
 SIGNIFICANCE = 0.05
 
 
-def compared_metrics(metrics: Sequence[MetricSpec], headline: str) -> list[MetricSpec]:
+def compared_metrics(metrics: Sequence[MetricSpec], headline: str, view: View) -> list[MetricSpec]:
     """The headline metric and those shown beside it (stoi): the ones the tables rank by."""
-    beside = layout.beside_headline()
+    beside = view.beside_headline
     chosen = [headline_spec(metrics, headline)] + [m for m in metrics if m.name in beside]
     return list({m.name: m for m in chosen if m is not None}.values())
 

@@ -11,6 +11,7 @@ from nsbench.report.format import md
 from nsbench.report.record_table import RecordTable, as_table, first_appearances
 from nsbench.plugins.specs import MetricSpec
 from nsbench.record_terms import LABEL, NONE
+from nsbench.report.layout import View
 
 
 def condition_cells(records: RecordTable | Iterable[ClipRecord], metrics: Sequence[MetricSpec], names: Sequence[str]) -> list[dict[str, Any]]:
@@ -58,19 +59,18 @@ def loss_lines(results: Sequence[Mapping[str, Any]], metric: str, higher_is_bett
     return lines
 
 
-def report_parts(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+def report_parts(results: Sequence[Mapping[str, Any]], view: View) -> tuple[list[str], list[str]]:
     """report.md's paragraph for its top section (each engine's worst
     condition against none) and its per-condition section."""
-    from nsbench.report import layout
     from nsbench.report.format import markdown_table
     from nsbench.report.tables import headline_higher_is_better, headline_of
 
-    ordered = layout.reference_first(results)
-    headline = headline_of(ordered)
-    lines = loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), layout.reference_engine())
+    ordered = view.reference_first(results)
+    headline = headline_of(ordered, view)
+    lines = loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), view.reference_engine())
     top = ["**Input conditions**: where each engine loses most against its gain under none "
            "(per-condition means below).\n\n" + "\n".join(lines)] if lines else []
-    section = f"## Per condition\n\n{CONDITIONS_TEXT}\n\n" + markdown_table(condition_rows(ordered))
+    section = f"## Per condition\n\n{CONDITIONS_TEXT}\n\n" + markdown_table(condition_rows(ordered, view))
     return top, [section]
 
 
@@ -78,8 +78,8 @@ CONDITIONS_TEXT = ("Means over every clip under each input condition (--conditio
                    "score under that condition; an engine's gain (SI-SDRi) is over that conditioned input.")
 
 
-def condition_rows(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def condition_rows(results: Sequence[Mapping[str, Any]], view: View) -> tuple[list[str], list[list[str]]]:
     """The per-condition table (report.md's and report.html's): cell rows over each engine's condition cells."""
     from nsbench.report.tables import cell_rows
 
-    return cell_rows([{**result, "cells": result.get("conditions", [])} for result in results], (LABEL,))
+    return cell_rows([{**result, "cells": result.get("conditions", [])} for result in results], (LABEL,), view)

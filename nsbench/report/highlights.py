@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nsbench.report import layout
+from nsbench.report.layout import View
 from nsbench.report.tables import headline_higher_is_better, headline_of
 
 
@@ -28,9 +28,9 @@ class Verdict:
     hl_ci95: tuple[float, float] = (math.nan, math.nan)
 
 
-def ordered(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def ordered(results: Sequence[Mapping[str, Any]], view: View) -> list[Mapping[str, Any]]:
     """The engine that passes its input through first, then the run's order: every table's order."""
-    return layout.reference_first(results)
+    return view.reference_first(results)
 
 
 def is_oracle(result: Mapping[str, Any]) -> bool:
@@ -41,11 +41,11 @@ def headline_unit(results: Sequence[Mapping[str, Any]], headline: str) -> str:
     return next((r["metric_definitions"][headline]["unit"] for r in results if headline in r.get("metric_definitions", {})), "")
 
 
-def headline_verdicts(results: Sequence[Mapping[str, Any]], baseline: str = "") -> list[Verdict]:
+def headline_verdicts(results: Sequence[Mapping[str, Any]], view: View, baseline: str = "") -> list[Verdict]:
     """Each engine against ``baseline`` (by default the engine that passes its
     input through) on the headline metric, over all clips."""
-    baseline = baseline or layout.reference_engine()
-    headline = headline_of(results)
+    baseline = baseline or view.reference_engine()
+    headline = headline_of(results, view)
     verdicts = []
     for result in results:
         compared = result.get("comparisons", {}).get(baseline, {}).get(headline)
@@ -90,5 +90,5 @@ def worst_cell_text(result: Mapping[str, Any], decimals: int = 2) -> str:
     return f"{cell_name(worst.get('cell', {}))} ({value})"
 
 
-def headline_direction(results: Sequence[Mapping[str, Any]]) -> str:
-    return "higher is better" if headline_higher_is_better(results, headline_of(results)) else "lower is better"
+def headline_direction(results: Sequence[Mapping[str, Any]], view: View) -> str:
+    return "higher is better" if headline_higher_is_better(results, headline_of(results, view)) else "lower is better"

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
-from nsbench.report import highlights, layout
+from nsbench.report import highlights
+from nsbench.report.layout import View
 from nsbench.report.format import Table, clip_list, clips_count, fmt, plain
 from nsbench.report.html_assets import SCRIPT, STYLE
 from nsbench.report import reference_use
@@ -42,12 +43,15 @@ def html_page(
     sections: Sequence[str] = (),
     notices: Sequence[str] = (),
     lead: str = "",
+    *,
+    view: View,
 ) -> str:
     """report.html's text (the writer writes it). ``sections``: HTML the run adds after the per-cell table (the streaming
     and per-condition tables: streaming_html, conditions_html; the panel's
     agreement). ``lead``: what the page opens with (the ranking). ``notices``: HTML sections after the highlights (failed clips,
-    earlier runs' results, files left out)."""
-    ordered = highlights.ordered(results)
+    earlier runs' results, files left out). ``view``: where the specs place engines and metrics
+    (nsbench.report.layout)."""
+    ordered = highlights.ordered(results, view)
     body = [
         f"<h1>nsbench report: {esc(dataset)}</h1>",
         lead,  # the ranking and its forest plot (nsbench.report.rank_report)
@@ -57,15 +61,15 @@ def html_page(
         + "confidence intervals are percentile bootstraps (1000 resamples, seeded). "
         "Click a table's header to sort it; type in a box to filter its rows (words, or <code>column=value</code>).</p>",
         *([f"<p>{esc(reference_use.results_text(ordered))}</p>"] if reference_use.results_text(ordered) else []),
-        highlights_html(ordered),
+        highlights_html(ordered, view),
         *notices,
         "<h2>Headline per engine and cell</h2>",
-        heatmap_html(ordered),
+        heatmap_html(ordered, view),
         "<h2>Listen: the same clips through every engine</h2>",
         grid_html(grid, ordered) if grid is not None else "<p>No audio kept.</p>",
         "<h2>Per engine: mean and worst cell</h2>",
         filter_box("summary"),
-        table(summary_rows(ordered), "summary"),
+        table(summary_rows(ordered, view), "summary"),
         "<h2>Checks: alignment and degenerate output</h2>",
         *(checks_html(r) for r in ordered),
         "<h2>Against the baselines</h2>",
@@ -74,7 +78,7 @@ def html_page(
     ]
     if comparison is not None:
         body += ["<h2>Compared with stored results</h2>", f"<p>{esc(comparison_text)}</p>", table(comparison, "comparison")]
-    body += ["<h2>Per cell</h2>", filter_box("cells"), table(cell_rows(ordered, cell_keys, extra_columns), "cells"), *sections]
+    body += ["<h2>Per cell</h2>", filter_box("cells"), table(cell_rows(ordered, cell_keys, view, extra_columns), "cells"), *sections]
     pooled = pooled_rows(ordered, cell_keys)
     if pooled[1]:
         body += ["<h2>Pooled over items</h2>", f"<p>{esc(pooled_text(ordered))}</p>", table(pooled, "pooled")]
@@ -91,26 +95,26 @@ def html_page(
     return page
 
 
-def streaming_html(results: Sequence[Mapping[str, Any]], blocks: Any, jobs: int) -> str:
+def streaming_html(results: Sequence[Mapping[str, Any]], blocks: Any, jobs: int, view: View) -> str:
     """report.md's streaming section (--block-size), the same rows."""
     from nsbench.report import streaming_summary
 
-    ordered = highlights.ordered(results)
+    ordered = highlights.ordered(results, view)
     return ("<h2>Streaming: block by block</h2>" f"<p>{esc(streaming_summary.report_text(ordered, blocks, jobs))}</p>"
             + table(streaming_summary.report_rows(ordered), "streaming"))
 
 
-def conditions_html(results: Sequence[Mapping[str, Any]]) -> str:
+def conditions_html(results: Sequence[Mapping[str, Any]], view: View) -> str:
     """report.md's per-condition section (--condition): where each engine loses most, then the same table."""
     from nsbench.report import conditions_summary as conditions
     from nsbench.report.tables import headline_higher_is_better
 
-    ordered = highlights.ordered(results)
-    headline = headline_of(ordered)
-    losses = conditions.loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), layout.reference_engine())
+    ordered = highlights.ordered(results, view)
+    headline = headline_of(ordered, view)
+    losses = conditions.loss_lines(ordered, headline, headline_higher_is_better(ordered, headline), view.reference_engine())
     items = "".join(f"<li>{esc(plain(line.removeprefix('- ')))}</li>" for line in losses)
     return ("<h2>Per condition</h2>" + (f"<p>Where each engine loses most against its gain under none:</p><ul>{items}</ul>" if items else "")
-            + f"<p>{esc(conditions.CONDITIONS_TEXT)}</p>" + filter_box("conditions") + table(conditions.condition_rows(ordered), "conditions"))
+            + f"<p>{esc(conditions.CONDITIONS_TEXT)}</p>" + filter_box("conditions") + table(conditions.condition_rows(ordered, view), "conditions"))
 
 
 def esc(text: Any) -> str:
@@ -139,12 +143,12 @@ def engine_name(result: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- what to look at
 
 
-def highlights_html(results: Sequence[Mapping[str, Any]]) -> str:
+def highlights_html(results: Sequence[Mapping[str, Any]], view: View) -> str:
     """Before any long table: significance against the baseline, flags, worst cells."""
     by_name = {r["engine"]: r for r in results}
-    headline = headline_of(results)
+    headline = headline_of(results, view)
     unit = highlights.headline_unit(results, headline)
-    verdicts = highlights.by_effect(highlights.headline_verdicts(results))
+    verdicts = highlights.by_effect(highlights.headline_verdicts(results, view))
     items = []
     if verdicts:
         for verdict, words in (("better", "Better than"), ("worse", "Worse than"), ("not distinguishable", "Not distinguishable from")):
@@ -159,7 +163,7 @@ def highlights_html(results: Sequence[Mapping[str, Any]]) -> str:
                 items.append(f"<li>{words} {esc(verdicts[0].baseline)} on {esc(headline)} "
                              f"(paired Wilcoxon, 5%): {listed}</li>")
     else:
-        items.append(f"<li>{esc(layout.reference_engine())} did not run: no engine is compared with the baseline.</li>")
+        items.append(f"<li>{esc(view.reference_engine())} did not run: no engine is compared with the baseline.</li>")
     flagged = [r for r in results if r.get("flags")]
     for result in flagged:
         reasons = "; ".join(f'<span class="flag">{esc(name)}</span> on {clips_count(count)} ({esc(description)})'
@@ -185,14 +189,14 @@ def p_text(p_value: float) -> str:
 # --------------------------------------------------------------------------- heatmap
 
 
-def heatmap_html(results: Sequence[Mapping[str, Any]]) -> str:
+def heatmap_html(results: Sequence[Mapping[str, Any]], view: View) -> str:
     """Engines by cells, the headline metric's cell mean, coloured by its
     difference from the passthrough's in that cell (blue better, red worse):
     zero for an improvement metric (SI-SDRi), the input's own score for a
     1-5 score (DNSMOS OVRL on a set without references); without a
     passthrough, around zero."""
-    headline = headline_of(results)
-    higher = highlights.headline_direction(results) == "higher is better"
+    headline = headline_of(results, view)
+    higher = highlights.headline_direction(results, view) == "higher is better"
     columns: dict[str, None] = {}
     values: dict[tuple[str, str], float] = {}
     for result in results:
@@ -200,7 +204,7 @@ def heatmap_html(results: Sequence[Mapping[str, Any]]) -> str:
             name = highlights.cell_name(row["cell"]) + (" (pooled)" if row.get("pooled") else "")
             columns.setdefault(name)
             values[(result["engine"], name)] = row["metrics"].get(headline, {}).get("mean", math.nan)
-    reference = layout.reference_engine()
+    reference = view.reference_engine()
     centre = {name: values.get((reference, name), math.nan) for name in columns}
     centre = {name: value if math.isfinite(value) else 0.0 for name, value in centre.items()}
     shifted = {(engine, name): value - centre[name] for (engine, name), value in values.items()}

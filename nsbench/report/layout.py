@@ -4,33 +4,15 @@ The core names no plugin: the engine listed first (``EngineSpec.passes_input_thr
 the per-cell table's columns (``MetricSpec.columns``), the figure shown beside
 the headline (``MetricSpec.beside_headline``) and the headline of a dataset
 that names none (``MetricSpec.headline_by_default``) all come from the specs
-registered. The run hands its registry over (``use``), so a ``--plugin``'s
-specs count; without one (a report built from stored files, a test) the
-registry of the installed plugins is built once, when first needed.
+registered. A View is read once from a registry and handed on: the run's
+is in its plan (``RunPlan.view``, so a ``--plugin``'s specs count); a report
+built from stored files reads the installed plugins' (``installed_view``).
+No module holds one: two runs in one process (two tests) never see each other's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
-
-_registry: Any = None
-
-
-def use(registry: Any) -> None:
-    """The registry whose specs place engines and metrics (the run's)."""
-    global _registry
-    _registry = registry
-    _views.clear()
-
-
-def registry() -> Any:
-    global _registry
-    if _registry is None:
-        from nsbench.plugins.manager import get_plugin_manager  # the plugins, only when a report needs them
-        from nsbench.plugins.registry import build_registry
-
-        _registry = build_registry(get_plugin_manager())
-    return _registry
 
 
 @dataclass(frozen=True)
@@ -44,18 +26,28 @@ class View:
     default_headline: str  # a dataset's headline when it names none (si_sdri)
     paper_tables: tuple[Any, ...] = ()  # the metric sets with columns (MetricSetSpec): the papers' tables
 
+    def passes_input_through(self, engine: str) -> bool:
+        return engine in self.references
 
-_views: dict[int, View] = {}
+    def reference_engine(self) -> str:
+        """The name of the engine that passes its input through ("" if none is registered)."""
+        return min(self.references, default="")
 
+    def reference_first(self, results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The results with the engine that passes its input through first (a stable sort)."""
+        return sorted(results, key=lambda result: not self.passes_input_through(result["engine"]))
 
-def view() -> View:
-    found = registry()
-    if id(found) not in _views:
-        _views[id(found)] = read_view(found)
-    return _views[id(found)]
+    def table_columns(self) -> tuple[tuple[str, str, int], ...]:
+        """(value name, column title, decimals) of the per-cell table, in order."""
+        return self.columns
+
+    def headline(self, named: str) -> str:
+        """A dataset's headline: the one it names, or the default one."""
+        return named or self.default_headline
 
 
 def read_view(found: Any) -> View:
+    """The View of a registry (nsbench.plugins.registry.Registry)."""
     metrics = [record.spec for record in found.metrics]
     columns = sorted(((column.order, name, column) for metric in metrics for name, column in metric.columns.items()),
                      key=lambda entry: entry[0])
@@ -69,34 +61,10 @@ def read_view(found: Any) -> View:
     )
 
 
-def passes_input_through(engine: str) -> bool:
-    return engine in view().references
+def installed_view() -> View:
+    """The installed plugins' View, for what reads stored results outside a run
+    (``listen``, ``--compare``'s reading, the docs' field table)."""
+    from nsbench.plugins.manager import get_plugin_manager  # the plugins, only when a report needs them
+    from nsbench.plugins.registry import build_registry
 
-
-def reference_engine() -> str:
-    """The name of the engine that passes its input through ("" if none is registered)."""
-    return min(view().references, default="")
-
-
-def reference_first(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The results with the engine that passes its input through first (a stable sort)."""
-    return sorted(results, key=lambda result: not passes_input_through(result["engine"]))
-
-
-def table_columns() -> tuple[tuple[str, str, int], ...]:
-    """(value name, column title, decimals) of the per-cell table, in order."""
-    return view().columns
-
-
-def beside_headline() -> tuple[str, ...]:
-    return view().beside_headline
-
-
-def paper_tables() -> tuple[Any, ...]:
-    """The metric sets papers print as a table (MetricSetSpec.columns), in registration order."""
-    return view().paper_tables
-
-
-def headline(named: str) -> str:
-    """A dataset's headline: the one it names, or the default one."""
-    return named or view().default_headline
+    return read_view(build_registry(get_plugin_manager()))

@@ -23,7 +23,7 @@ import numpy as np
 import soundfile
 
 from nsbench.report.highlights import cell_name
-from nsbench.report import layout
+from nsbench.report.layout import View
 from nsbench.report.model import file_stem
 from nsbench.store import atomic, folders
 from nsbench.plugins.errors import ClipError
@@ -91,13 +91,13 @@ class FirstRuns:
 
 def choose_clips(
     results: Sequence[Mapping[str, Any]], records_by_engine: Mapping[str, RecordTable | Sequence[ClipRecord]], metric: str,
-    higher_is_better: bool, limit: int = GRID_ROWS,
+    higher_is_better: bool, limit: int = GRID_ROWS, *, view: View,
 ) -> dict[str, list[str]]:
     """clip id -> why it is worth hearing, in the grid's order (worst first)."""
     sign = 1.0 if higher_is_better else -1.0
     tables = as_tables(records_by_engine)
     runs = {engine: FirstRuns(table, metric) for engine, table in tables.items()}
-    judged = [r for r in results if not layout.passes_input_through(r["engine"]) and r["engine"] in runs] or list(results)
+    judged = [r for r in results if not view.passes_input_through(r["engine"]) and r["engine"] in runs] or list(results)
     chosen: dict[str, list[str]] = {}
 
     def add(clip: str | None, why: str, room: int) -> None:
@@ -179,7 +179,7 @@ def clip_means(runs: Sequence[FirstRuns], sign: float) -> tuple[np.ndarray, np.n
 def build_grid(
     folder: Path, results: Sequence[Mapping[str, Any]], records_by_engine: Mapping[str, RecordTable | Sequence[ClipRecord]],
     sources: Mapping[str, ClipSource], read_output: Callable[[str, str], tuple[np.ndarray, int] | None],
-    metric: str, higher_is_better: bool, draw: bool = True,
+    metric: str, higher_is_better: bool, draw: bool = True, *, view: View,
 ) -> Grid:
     """Chooses the clips, writes their listening copies (and spectrograms) under
     ``folder/audio/``. ``read_output(engine, run)`` gives a kept output, or None.
@@ -187,7 +187,7 @@ def build_grid(
     tables = as_tables(records_by_engine)
     runs = {engine: FirstRuns(table, metric) for engine, table in tables.items()}
     rows = []
-    for clip_id, reasons in choose_clips(results, tables, metric, higher_is_better).items():
+    for clip_id, reasons in choose_clips(results, tables, metric, higher_is_better, view=view).items():
         heard_by = {engine: run.row_of(clip_id) for engine, run in runs.items()}
         records = {engine: runs[engine].table.record(row) for engine, row in heard_by.items() if row is not None}
         labels = next((dict(record.labels) for record in records.values()), {})

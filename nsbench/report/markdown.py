@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from nsbench.report import reference_use
 from nsbench.plugins.specs import MetricSpec
-from nsbench.report import layout
+from nsbench.report.layout import View
 from nsbench.report.format import clip_list, clips_count, markdown_row, markdown_table, md
 from nsbench.report.tables import baseline_rows, cell_table, pooled_rows, summary_table, worst_rows
 
@@ -27,8 +27,8 @@ def pooled_text(results: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def legend(metrics: Sequence[MetricSpec], extra: Sequence[str] = ()) -> str:
-    shown = {name for name, _, _ in layout.table_columns()} | set(extra)
+def legend(metrics: Sequence[MetricSpec], view: View, extra: Sequence[str] = ()) -> str:
+    shown = {name for name, _, _ in view.table_columns()} | set(extra)
     lines = ["| metric | unit | better | what it ignores |", "| --- | --- | --- | --- |"]
     for metric in metrics:
         if metric.name in shown:
@@ -118,12 +118,15 @@ def report_markdown(
     top: Sequence[str] = (),
     paper: Sequence[str] = (),
     lead: Sequence[str] = (),
+    *,
+    view: View,
 ) -> str:
     """``lead``: what the report opens with (the ranking, nsbench.report.rank_report);
     ``sections``: more markdown (plots, a comparison with stored results) before the legend;
     ``top``: paragraphs after the introduction (each engine's worst input condition);
-    ``paper``: the papers' tables (nsbench.report.paper_table), after the summary."""
-    ordered = layout.reference_first(results)
+    ``paper``: the papers' tables (nsbench.report.paper_table), after the summary;
+    ``view``: where the specs place engines and metrics (nsbench.report.layout)."""
+    ordered = view.reference_first(results)
     parts = [
         f"# nsbench report: {md(dataset)}",
         *lead,
@@ -136,7 +139,7 @@ def report_markdown(
         f"{jobs} worker process{'es' if jobs > 1 else ''} shared the machine's cores, which inflates wall-clock RTF.",
         *top,
         "## Per engine: mean and worst cell",
-        summary_table(ordered),
+        summary_table(ordered, view),
         *paper,
         "## Checks: alignment and degenerate output",
         "\n".join(line for result in ordered for line in checks_lines(result)),
@@ -146,11 +149,11 @@ def report_markdown(
         "## Worst clips",
         markdown_table(worst_rows(ordered)),
         "## Per cell",
-        cell_table(ordered, cell_keys, extra_columns),
+        cell_table(ordered, cell_keys, view, extra_columns),
         *pooled_section(ordered, cell_keys),
         *sections,
         "## Metrics",
-        legend(metrics, extra_columns),
+        legend(metrics, view, extra_columns),
         *metric_notes_lines(ordered),
     ]
     parts += ["## Engines", *(engine_line(r) for r in ordered)]

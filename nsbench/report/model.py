@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping, Sequence, TypedDict
 
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.specs import MetricSpec
-from nsbench.report import layout, schema
+from nsbench.report import schema
+from nsbench.report.layout import View
 from nsbench.store import folders
 
 # The keys of a listening pick that point at audio files.
@@ -120,11 +121,11 @@ def metric_legend(metrics: Sequence[MetricSpec]) -> dict[str, dict[str, Any]]:
 
 
 def engine_result(
-    engine: str, dataset: str, summary: Mapping[str, Any], metrics: Sequence[MetricSpec], extra: Mapping[str, Any]
+    engine: str, dataset: str, summary: Mapping[str, Any], metrics: Sequence[MetricSpec], extra: Mapping[str, Any], view: View
 ) -> EngineResult:
     """The ``<engine>.json`` payload: Picovoice's keys (the metrics shown beside
     the headline, ``stoi``, then ``rtf``) first."""
-    beside = {name: summary["metrics"].get(name, {}).get("mean", math.nan) for name in layout.beside_headline()}
+    beside = {name: summary["metrics"].get(name, {}).get("mean", math.nan) for name in view.beside_headline}
     return {
         "engine": engine,
         "dataset": dataset,
@@ -181,7 +182,7 @@ def listening_picks(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [*result.get("worst_clips", []), *result.get("typical_clips", [])]
 
 
-def validated(result: Mapping[str, Any]) -> Mapping[str, Any]:
+def validated(result: Mapping[str, Any], view: View) -> Mapping[str, Any]:
     """The payload, once it matches the schema (raises ResultsFormatError otherwise)."""
-    schema.validate(result)
+    schema.validate(result, schema.engine_schema(view.beside_headline))
     return result

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nsbench.report import layout
+from nsbench.report.layout import View
 from nsbench.report.format import fmt, markdown_table
 
 # The run-level file the results writer writes beside report.md (no engine's
@@ -45,22 +45,22 @@ class PaperTable:
         return source + options + list(self.undefined)
 
 
-def paper_tables(results: Sequence[Mapping[str, Any]]) -> list[PaperTable]:
+def paper_tables(results: Sequence[Mapping[str, Any]], view: View) -> list[PaperTable]:
     """A table per registered set whose metrics all ran."""
     ran = set.intersection(*(set(r.get("metric_definitions", {})) for r in results)) if results else set()
-    return [table_of(spec, results) for spec in layout.paper_tables() if set(spec.metrics) <= ran]
+    return [table_of(spec, results, view) for spec in view.paper_tables if set(spec.metrics) <= ran]
 
 
-def table_of(spec: Any, results: Sequence[Mapping[str, Any]]) -> PaperTable:
-    ordered = layout.reference_first(results)
-    rows = tuple((row_label(result), tuple(fmt(mean_of(result, name), spec.decimals) for name in spec.metrics))
+def table_of(spec: Any, results: Sequence[Mapping[str, Any]], view: View) -> PaperTable:
+    ordered = view.reference_first(results)
+    rows = tuple((row_label(result, view), tuple(fmt(mean_of(result, name), spec.decimals) for name in spec.metrics))
                  for result in ordered)
     return PaperTable(spec.name, spec.columns, rows, spec.source, options_notes(spec.metrics, ordered),
-                      undefined_notes(spec.metrics, ordered))
+                      undefined_notes(spec.metrics, ordered, view))
 
 
-def row_label(result: Mapping[str, Any]) -> str:
-    return NOISY_LABEL if layout.passes_input_through(result["engine"]) else result["engine"]
+def row_label(result: Mapping[str, Any], view: View) -> str:
+    return NOISY_LABEL if view.passes_input_through(result["engine"]) else result["engine"]
 
 
 def mean_of(result: Mapping[str, Any], metric: str) -> float:
@@ -84,7 +84,7 @@ def options_of(result: Mapping[str, Any], metric: str) -> tuple[str, str]:
     return short, str(options.get("about", ""))
 
 
-def undefined_notes(metrics: Sequence[str], results: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+def undefined_notes(metrics: Sequence[str], results: Sequence[Mapping[str, Any]], view: View) -> tuple[str, ...]:
     """Where a mean covers fewer clips than the row's fullest column (a metric undefined on some)."""
     notes = []
     for result in results:
@@ -92,7 +92,7 @@ def undefined_notes(metrics: Sequence[str], results: Sequence[Mapping[str, Any]]
         most = max(counts.values(), default=0)
         short = [f"{metric} over {count}" for metric, count in counts.items() if count < most]
         if short:
-            notes.append(f"{row_label(result)}: {', '.join(short)} of {most} clips (undefined on the rest; reasons per clip).")
+            notes.append(f"{row_label(result, view)}: {', '.join(short)} of {most} clips (undefined on the rest; reasons per clip).")
     return tuple(notes)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
-from nsbench.report import layout
+from nsbench.report.layout import View
 from nsbench.report.format import link_text, md
 from nsbench.report.tables import headline_of
 from nsbench.store import atomic
@@ -40,15 +40,16 @@ def can_draw() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def write_plots(folder: Path, results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
+def write_plots(folder: Path, results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], view: View,
+                extra: Sequence[str] = ()) -> list[str]:
     """Writes the plots into ``folder``; returns their file names."""
     if not results:
         return []
     names = []
     if SNR_KEY in cell_keys:
-        for metric in plotted_metrics(results, extra):
+        for metric in plotted_metrics(results, extra, view):
             names.append(save(folder / f"snr_{metric}.png", snr_figure(results, metric)))
-    names.append(save(folder / "gain_per_cell.png", gain_figure(results, headline_of(results))))
+    names.append(save(folder / "gain_per_cell.png", gain_figure(results, headline_of(results, view))))
     names.append(save(folder / "rtf.png", rtf_figure(results)))
     return names
 
@@ -71,9 +72,9 @@ def plots_markdown(names: Sequence[str]) -> str:
     return "## Plots\n\n" + "\n\n".join(figures)
 
 
-def plotted_metrics(results: Sequence[Mapping[str, Any]], extra: Sequence[str]) -> list[str]:
+def plotted_metrics(results: Sequence[Mapping[str, Any]], extra: Sequence[str], view: View) -> list[str]:
     # The input's own score is the same line for every engine; timing has its own plot.
-    shown = [*layout.view().plotted, *extra]
+    shown = [*view.plotted, *extra]
     return [name for name in shown if any(r["metrics"].get(name, {}).get("n") for r in results)]
 
 

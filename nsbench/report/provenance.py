@@ -65,7 +65,7 @@ def redacted(argv: list[str]) -> list[str]:
 
 
 def collect(argv: list[str], extra_packages: Iterable[str] = ()) -> dict[str, Any]:
-    from nsbench import __version__
+    from nsbench.version import __version__
 
     return {
         "nsbench_version": __version__,

@@ -3,7 +3,7 @@
 Each resample draws as many clips as there are, with replacement, the same
 clips for every system (paired: a hard clip is hard for all), takes each
 system's mean of each metric over them and ranks by the very rule of
-nsbench.report.ranking (``rank_arrays``). Over the resamples, each system's
+nsbench.ranking (``rank_arrays``). Over the resamples, each system's
 overall rank and category scores give a 95 % percentile interval, widened
 where needed to hold the value on the full data (a percentile interval of a
 discrete rank may otherwise miss it), and ``p_best``, the share of resamples
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nsbench.report.ranking import rank_arrays
+from nsbench.ranking import rank_arrays
 
 RESAMPLES = 1000
 SEED = 0

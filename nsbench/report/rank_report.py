@@ -18,14 +18,15 @@ from urllib.parse import quote
 from nsbench.report import highlights
 from nsbench.report.format import Table, fmt, fmt_timing, interval, markdown_table, md
 from nsbench.report.run_ranking import change_lines
+from nsbench.report.layout import View
 from nsbench.report.tables import headline_of
 from nsbench.text import plural
 
 FOREST_FILE = "forest.png"
 ORACLE_RANK = "oracle"  # what the rank column says of an upper bound
-def ordered(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> list[tuple[Mapping[str, Any], dict | None]]:
+def ordered(results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None) -> list[tuple[Mapping[str, Any], dict | None]]:
     """(result, its ranking row or None): ranked systems by rank, then oracles, then the rest, each in run order."""
-    by_name = {r["engine"]: r for r in highlights.ordered(results)}
+    by_name = {r["engine"]: r for r in highlights.ordered(results, view)}
     rows = [(by_name[row["system"]], row) for row in (ranking or {}).get("systems", []) if row["system"] in by_name]
     placed = {result["engine"] for result, _ in rows}
     rest = [r for r in by_name.values() if r["engine"] not in placed]
@@ -43,13 +44,13 @@ def category_names(ranking: Mapping[str, Any] | None) -> list[str]:
     return list((ranking or {}).get("settings", {}).get("categories", {}))
 
 
-def rows_of(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> Table:
+def rows_of(results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None) -> Table:
     """The table's header and rows, as text cells (the three renderings share them)."""
-    headline = headline_of(results)
+    headline = headline_of(results, view)
     names = category_names(ranking)
     header = ["rank [95%]", "engine", "p(best)", *names, f"{headline} [95% CI]", "RTF", "flagged"]
     rows = []
-    for result, row in ordered(results, ranking):
+    for result, row in ordered(results, view, ranking):
         stats = result["metrics"].get(headline, {})
         flagged = highlights.flagged_clips(result)
         rows.append([
@@ -78,17 +79,17 @@ def rule_text(ranking: Mapping[str, Any] | None) -> str:
 # ------------------------------------------------------------------ terminal
 
 
-def terminal_lines(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> list[str]:
-    header, rows = rows_of(results, ranking)
+def terminal_lines(results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None) -> list[str]:
+    header, rows = rows_of(results, view, ranking)
     table = [header, *rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
 
 
-def headline_sentence(dataset: str, results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> str:
+def headline_sentence(dataset: str, results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None) -> str:
     clips = max((r["clips"] for r in results), default=0)
-    headline = headline_of(results)
-    measure = (f"{headline} ({highlights.headline_unit(results, headline)}, {highlights.headline_direction(results)})")
+    headline = headline_of(results, view)
+    measure = (f"{headline} ({highlights.headline_unit(results, headline)}, {highlights.headline_direction(results, view)})")
     if not ranking:
         return f"nsbench {dataset}: {clips} clips; {measure} ranks the engines: mean [95% CI] over clips"
     groups = "; ".join(f"{name} ({', '.join(members)})" for name, members in ranking["settings"]["categories"].items())
@@ -99,15 +100,15 @@ def headline_sentence(dataset: str, results: Sequence[Mapping[str, Any]], rankin
 # ------------------------------------------------------------------ report.md and report.html
 
 
-def markdown_section(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None, forest: str = "") -> str:
-    parts = ["## Ranking", md(rule_text(ranking)), markdown_table(rows_of(results, ranking)), *change_texts(ranking)]
+def markdown_section(results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None, forest: str = "") -> str:
+    parts = ["## Ranking", md(rule_text(ranking)), markdown_table(rows_of(results, view, ranking)), *change_texts(ranking)]
     if forest:
-        parts.append(f"![{md(headline_of(results))} per engine: mean and 95% CI]({quote(forest)})")
+        parts.append(f"![{md(headline_of(results, view))} per engine: mean and 95% CI]({quote(forest)})")
     return "\n\n".join(parts)
 
 
-def html_section(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None, forest: Path | None = None) -> str:
-    header, rows = rows_of(results, ranking)
+def html_section(results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None, forest: Path | None = None) -> str:
+    header, rows = rows_of(results, view, ranking)
     head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
     parts = [f'<section id="ranking"><h2>Ranking</h2><p>{html.escape(rule_text(ranking))}</p>',
@@ -115,7 +116,7 @@ def html_section(results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any
              *(f"<p>{html.escape(text)}</p>" for text in change_texts(ranking))]
     if forest is not None and forest.is_file():
         data = base64.b64encode(forest.read_bytes()).decode("ascii")
-        caption = f"{headline_of(results)} per engine, in rank order: mean and 95% CI over clips"
+        caption = f"{headline_of(results, view)} per engine, in rank order: mean and 95% CI over clips"
         parts.append(f'<figure class="plot" id="forest"><figcaption>{html.escape(caption)}</figcaption>'
                      f'<img alt="{html.escape(caption)}" src="data:image/png;base64,{data}"></figure>')
     return "".join(parts) + "</section>"
@@ -129,12 +130,12 @@ def change_texts(ranking: Mapping[str, Any] | None) -> list[str]:
 # ------------------------------------------------------------------ the forest plot
 
 
-def write_forest(folder: Path, results: Sequence[Mapping[str, Any]], ranking: Mapping[str, Any] | None) -> str:
+def write_forest(folder: Path, results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None) -> str:
     """forest.png: the headline's mean and 95% CI per engine, in rank order; its file name, or "" if nothing to draw."""
     from nsbench.report.plots import colour_of, figure, save
 
-    headline = headline_of(results)
-    drawn = [(result, row) for result, row in ordered(results, ranking)
+    headline = headline_of(results, view)
+    drawn = [(result, row) for result, row in ordered(results, view, ranking)
              if not math.isnan(result["metrics"].get(headline, {}).get("mean", math.nan))]
     if not drawn:
         return ""

@@ -1,5 +1,5 @@
 """A run's ranking: the engines and the passthrough (the original test data)
-ranked by URGENT's rule (nsbench.report.ranking.rank_table, the function a
+ranked by URGENT's rule (nsbench.ranking.rank_table, the function a
 user's table goes through) on the metrics that ran and declare a category,
 each rank with its paired-bootstrap interval and p_best
 (nsbench.report.rank_bootstrap). Oracles are shown apart, never ranked.
@@ -23,10 +23,11 @@ import numpy as np
 
 from nsbench.plugins.errors import UserError
 from nsbench.plugins.specs import MetricSpec, reported_values
-from nsbench.report import highlights, layout
+from nsbench.report import highlights
+from nsbench.report.layout import View
 from nsbench.report.baselines import clip_values
 from nsbench.report.rank_bootstrap import CONFIDENCE, RESAMPLES, SEED, bootstrap_ranks
-from nsbench.report.ranking import TIES, rank_table
+from nsbench.ranking import TIES, rank_table
 from nsbench.report.record_table import RecordTable
 
 RANKING_FILE = "ranking.json"
@@ -74,10 +75,10 @@ def ranked_categories(metrics: Sequence[MetricSpec], chosen: Mapping[str, str], 
 
 def run_ranking(results: Sequence[Mapping[str, Any]], records: Mapping[str, RecordTable], metrics: Sequence[MetricSpec],
                 headline: str, chosen: Mapping[str, str] | None = None, ties: str = "dense", decimals: int | None = None,
-                resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, Any] | None:
+                resamples: int = RESAMPLES, seed: int = SEED, *, view: View) -> dict[str, Any] | None:
     """The ranking.json payload, or None where nothing can rank (fewer than two
     systems, or none scored a ranked metric or the headline)."""
-    ordered = [r for r in highlights.ordered(results) if r["engine"] in records]
+    ordered = [r for r in highlights.ordered(results, view) if r["engine"] in records]
     systems = [r["engine"] for r in ordered if not highlights.is_oracle(r)]
     oracles = [r["engine"] for r in ordered if highlights.is_oracle(r)]
     categories, higher = ranked_categories(metrics, chosen or {}, headline)
@@ -97,7 +98,7 @@ def run_ranking(results: Sequence[Mapping[str, Any]], records: Mapping[str, Reco
                             np.array([category_names.index(categories[m]) for m in kept]), len(category_names),
                             ties, decimals, resamples, seed)
     add_intervals(ranking, systems, found, category_names)
-    reference = layout.reference_engine()
+    reference = view.reference_engine()
     for row in ranking["systems"]:
         row["means"] = {m: means[row["system"]][m] for m in kept}
         row["input"] = row["system"] == reference  # the original test data, ranked alongside

@@ -11,9 +11,8 @@ earlier run's file, a --compare target) is checked against ``read_back_schema``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from nsbench.report import layout
 
 # The version of the <engine>.json layout and meaning; --compare refuses
 # another. 1 (no key): every cell mean over clips. 2: a metric with a Pooling
@@ -151,10 +150,11 @@ def beside_headline_property(name: str) -> dict[str, Any]:
                           "benchmark: a metric whose spec says beside_headline")
 
 
-def engine_schema() -> dict[str, Any]:
+def engine_schema(beside_headline: Sequence[str]) -> dict[str, Any]:
     """The JSON Schema of ``<engine>.json``; the metrics shown beside the
-    headline (stoi) add a top-level number each, named by the metric."""
-    beside = {name: beside_headline_property(name) for name in layout.beside_headline()}
+    headline (stoi; the run's View.beside_headline, nsbench.report.layout) add
+    a top-level number each, named by the metric."""
+    beside = {name: beside_headline_property(name) for name in beside_headline}
     properties = dict(PROPERTIES)
     at = list(properties).index("format_version") + 1  # they follow the version, as written
     ordered = {**dict(list(properties.items())[:at]), **beside, **dict(list(properties.items())[at:])}
@@ -218,8 +218,9 @@ def read_back_schema() -> dict[str, Any]:
     """engine_schema for a file read back: keys it does not know are left
     alone (a newer nsbench's, a plugin's headline metric), a file without
     ``format_version`` is version 1 (its reader decides), and the engine's
-    info the reports print must be there."""
-    schema = engine_schema()
+    info the reports print must be there. The numbers beside the headline
+    are a plugin's keys to the reader, left alone like any it does not know."""
+    schema = engine_schema(())
     info = {**schema["properties"]["engine_info"], "required": list(ENGINE_INFO_READ)}
     required = [key for key in schema["required"] if key != "format_version"]
     return {**schema, "properties": {**schema["properties"], "engine_info": info},
@@ -238,9 +239,9 @@ def depth(value: Any) -> int:
     return deepest
 
 
-def validate(payload: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> None:
-    """Raises ResultsFormatError naming every departure from the schema."""
-    found = errors(payload, engine_schema() if schema is None else schema)
+def validate(payload: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    """Raises ResultsFormatError naming every departure from ``schema``."""
+    found = errors(payload, schema)
     if found:
         raise ResultsFormatError(f"{payload.get('engine', '?')}.json does not match its schema: " + "; ".join(found[:10]))
 
@@ -249,8 +250,10 @@ def validate(payload: Mapping[str, Any], schema: Mapping[str, Any] | None = None
 
 
 def fields_markdown() -> str:
-    """The field table of docs/results.md, from the schema."""
-    schema = engine_schema()
+    """The field table of docs/results.md, from the schema of the installed plugins."""
+    from nsbench.report.layout import installed_view
+
+    schema = engine_schema(installed_view().beside_headline)
     lines = ["| field | type | required | meaning |", "| --- | --- | --- | --- |"]
     for name, field in schema["properties"].items():
         kind = field["type"] if isinstance(field["type"], str) else " or ".join(field["type"])

@@ -13,7 +13,6 @@ import numpy as np
 
 from nsbench.audio import checks
 
-from nsbench.report import layout
 from nsbench.report.statistics import bootstrap_ci, bootstrap_median_ci, pooled_mean_ci, uncertainty  # noqa: F401 (bootstrap_ci: re-exported)
 from nsbench.text import plural
 from nsbench.plugins.records import ClipRecord
@@ -124,7 +123,8 @@ def summarise(
     expected_flags: Mapping[str, str] = {},
 ) -> dict[str, Any]:
     """Overall and per-cell statistics for one engine's records (a RecordTable, or ClipRecords).
-    ``headline``: the dataset's ("": the default one, nsbench.report.layout).
+    ``headline``: the run's (its plan resolves the dataset's, nsbench.report.layout);
+    "": the first of ``metrics`` whose spec says ``headline_by_default``.
     ``expected_flags``: the engine spec's (flags that define it, listed apart).
 
     ``pooled_cells`` maps a new value of the first cell key to the values it
@@ -133,7 +133,7 @@ def summarise(
     worst cell (their members already are rows).
     """
     table = as_table(records)
-    headline = layout.headline(headline)
+    headline = headline or next((metric.name for metric in metrics if metric.headline_by_default), "")
     numbers, cells = table.cells(cell_keys)
     order = sorted(range(len(cells)), key=lambda number: natural_key(cells[number]))
     cell_rows = [cell_row(dict(zip(cell_keys, cells[number])), table, np.flatnonzero(numbers == number), metrics)

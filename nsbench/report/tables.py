@@ -11,25 +11,25 @@ import math
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
-from nsbench.report import layout
+from nsbench.report.layout import View
 from nsbench.report.format import Markdown, Table, fmt, fmt_timing, fmt_value, interval, markdown_table  # noqa: F401 (fmt_timing: re-exported)
 
 
-def table_columns(results: Sequence[Mapping[str, Any]], extra: Sequence[str]) -> list[tuple[str, str, int]]:
+def table_columns(results: Sequence[Mapping[str, Any]], extra: Sequence[str], view: View) -> list[tuple[str, str, int]]:
     """The standard columns the results have, then the dataset's own."""
-    shown = [*layout.table_columns(), *((name, name, 2) for name in extra)]
+    shown = [*view.table_columns(), *((name, name, 2) for name in extra)]
     return [column for column in shown if any(column[0] in r["metrics"] for r in results)]
 
 
-def cell_table(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], extra: Sequence[str] = ()) -> str:
+def cell_table(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], view: View, extra: Sequence[str] = ()) -> str:
     """A markdown table with a row per cell and engine; cell means."""
-    return markdown_table(cell_rows(results, cell_keys, extra))
+    return markdown_table(cell_rows(results, cell_keys, view, extra))
 
 
-def cell_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], extra: Sequence[str] = ()) -> Table:
+def cell_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str], view: View, extra: Sequence[str] = ()) -> Table:
     """Cell means, then the headline metric's bootstrap 95% CI of the mean ("–" for a single clip)."""
-    columns = table_columns(results, extra)
-    headline = headline_of(results)
+    columns = table_columns(results, extra, view)
+    headline = headline_of(results, view)
     with_ci = any(headline in r["metrics"] for r in results)
     header = [*cell_keys, "engine", "n", *(title for _, title, _ in columns), *([f"{headline} 95% CI"] * with_ci)]
     lines = []
@@ -67,26 +67,27 @@ def pooled_rows(results: Sequence[Mapping[str, Any]], cell_keys: Sequence[str]) 
     return header, lines
 
 
-def summary_table(results: Sequence[Mapping[str, Any]]) -> str:
+def summary_table(results: Sequence[Mapping[str, Any]], view: View) -> str:
     """Per engine: the mean over all clips beside the worst cell."""
-    return markdown_table(summary_rows(results))
+    return markdown_table(summary_rows(results, view))
 
 
-def headline_of(results: Sequence[Mapping[str, Any]]) -> str:
-    return next((r["worst_cell"]["metric"] for r in results if r.get("worst_cell")), layout.headline(""))
+def headline_of(results: Sequence[Mapping[str, Any]], view: View) -> str:
+    return next((r["worst_cell"]["metric"] for r in results if r.get("worst_cell")), view.headline(""))
 
 
 def headline_higher_is_better(results: Sequence[Mapping[str, Any]], headline: str) -> bool:
     return next((r["metric_definitions"][headline]["higher_is_better"] for r in results if headline in r.get("metric_definitions", {})), True)
 
 
-def summary_rows(results: Sequence[Mapping[str, Any]]) -> Table:
-    headline = headline_of(results)
+def summary_rows(results: Sequence[Mapping[str, Any]], view: View) -> Table:
+    headline = headline_of(results, view)
     higher = headline_higher_is_better(results, headline)
-    beside = beside_headline_titles()
+    beside = beside_headline_columns(view)
+    titles = tuple(title for title, _ in beside.values())
     header = [
         "engine", "clips", "failed", f"{headline} mean", "95% CI", f"{'p5' if higher else 'p95'} (bad tail)", "worst cell", f"{headline} there",
-        *beside.values(), "RTF (CPU)", "RTF (wall)", "alignment", "flags",
+        *titles, "RTF (CPU)", "RTF (wall)", "alignment", "flags",
     ]
     rows = []
     for result in results:
@@ -102,23 +103,20 @@ def summary_rows(results: Sequence[Mapping[str, Any]]) -> Table:
             bad_tail(stats, higher),
             worst_name,
             fmt(worst.get("mean", math.nan), 2),
-            *(fmt(result.get(name, math.nan), decimals) for name, (_, decimals) in beside_headline_columns().items()),
+            *(fmt(result.get(name, math.nan), decimals) for name, (_, decimals) in beside.items()),
             fmt_timing(result["rtf"]),
             fmt_timing(result["rtf_wall"]),
             result.get("alignment", {}).get("text", "–"),
             flag_cell(result),
         ])
-    return without_uncomputed((header, rows), tuple(beside.values()))
+    return without_uncomputed((header, rows), titles)
 
 
-def beside_headline_columns() -> dict[str, tuple[str, int]]:
+
+def beside_headline_columns(view: View) -> dict[str, tuple[str, int]]:
     """The values shown beside the headline (nsbench.report.layout): name -> (title, decimals)."""
-    columns = {name: (title, decimals) for name, title, decimals in layout.table_columns()}
-    return {name: columns.get(name, (name, 2)) for name in layout.beside_headline()}
-
-
-def beside_headline_titles() -> dict[str, str]:
-    return {name: title for name, (title, _) in beside_headline_columns().items()}
+    columns = {name: (title, decimals) for name, title, decimals in view.table_columns()}
+    return {name: columns.get(name, (name, 2)) for name in view.beside_headline}
 
 
 def without_uncomputed(table: Table, optional: Sequence[str]) -> Table:

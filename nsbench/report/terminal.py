@@ -12,6 +12,7 @@ from nsbench.report import coverage, failures, highlights, paper_table, rank_rep
 
 from nsbench.report import reference_use
 from nsbench.report.format import fmt, fmt_timing, interval
+from nsbench.report.layout import View
 from nsbench.report.tables import beside_headline_columns, headline_of, hodges_lehmann_text
 from nsbench.text import plural
 
@@ -21,13 +22,14 @@ WIDTH = 100  # the flags and verdict lines wrap here
 
 def summary_text(
     dataset: str, results: Sequence[Mapping[str, Any]], reports: Sequence[Path], not_run: Mapping[str, str] | None = None,
-    ranking: Mapping[str, Any] | None = None,
+    ranking: Mapping[str, Any] | None = None, *, view: View,
 ) -> str:
-    """``ranking``: the run's (nsbench.report.run_ranking); the rows follow it."""
-    headline = headline_of(results)
-    lines = wrapped(rank_report.headline_sentence(dataset, results, ranking))
-    lines += engine_table(results, headline, ranking)
-    lines += [line for table in paper_table.paper_tables(results) for line in paper_table.terminal_lines(table)]
+    """``ranking``: the run's (nsbench.report.run_ranking); the rows follow it.
+    ``view``: where the specs place engines and metrics (nsbench.report.layout)."""
+    headline = headline_of(results, view)
+    lines = wrapped(rank_report.headline_sentence(dataset, results, view, ranking))
+    lines += engine_table(results, headline, view, ranking)
+    lines += [line for table in paper_table.paper_tables(results, view) for line in paper_table.terminal_lines(table)]
     if any(highlights.is_oracle(r) for r in results):
         lines.append(f"{ORACLE_MARK}: uses the clean reference; an upper bound, not an engine, never ranked")
     if ranking and len(ranking["systems"]) > 1:
@@ -35,8 +37,8 @@ def summary_text(
                          + (f"; category scores: the mean rank over {', '.join(ranking['settings']['categories'])}"
                             if len(ranking["settings"]["categories"]) > 1 else ""))
     lines += wrapped(reference_use.results_text(results))
-    lines += wrapped(verdict_text(results))
-    lines += wrapped(difference_direction(results))
+    lines += wrapped(verdict_text(results, view))
+    lines += wrapped(difference_direction(results, view))
     lines += wrapped(flags_text(results))
     lines += [line for text in constant_lag_texts(results) for line in wrapped(text)]
     lines += streaming_lines(results) + condition_lines(results, headline)
@@ -46,17 +48,18 @@ def summary_text(
     return "\n".join(lines)
 
 
-def engine_table(results: Sequence[Mapping[str, Any]], headline: str, ranking: Mapping[str, Any] | None = None) -> list[str]:
+def engine_table(results: Sequence[Mapping[str, Any]], headline: str, view: View,
+                 ranking: Mapping[str, Any] | None = None) -> list[str]:
     """A row per engine in rank order (nsbench.report.rank_report.ordered), the rank and its interval first."""
     # The values beside the headline (stoi) that some engine has: not with --metric wer, no column of dashes.
-    beside = {name: column for name, column in beside_headline_columns().items() if any(computed(r.get(name)) for r in results)}
+    beside = {name: column for name, column in beside_headline_columns(view).items() if any(computed(r.get(name)) for r in results)}
     rtf = any(computed(result.get("rtf")) for result in results)
     categories = rank_report.category_names(ranking) if len(rank_report.category_names(ranking)) > 1 else []
     ranked = ranking is not None
     header = [*["rank [95%]", "p(best)"] * ranked, "engine", *categories, f"{headline} [95% CI]",
               *(title for title, _ in beside.values()), *["RTF"] * rtf, "flagged", f"worst cell ({headline} there)"]
     rows = [header]
-    for result, row in rank_report.ordered(results, ranking):
+    for result, row in rank_report.ordered(results, view, ranking):
         stats = result["metrics"].get(headline, {})
         name = f"{result['engine']} {ORACLE_MARK}" if highlights.is_oracle(result) else result["engine"]
         flagged = highlights.flagged_clips(result)
@@ -75,8 +78,8 @@ def engine_table(results: Sequence[Mapping[str, Any]], headline: str, ranking: M
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
-def verdict_text(results: Sequence[Mapping[str, Any]]) -> str:
-    verdicts = highlights.headline_verdicts(results)
+def verdict_text(results: Sequence[Mapping[str, Any]], view: View) -> str:
+    verdicts = highlights.headline_verdicts(results, view)
     if not verdicts:
         return "no baseline ran: nothing is compared"
     verdicts = highlights.by_effect(verdicts)
@@ -95,13 +98,13 @@ def computed(value: Any) -> bool:
     return isinstance(value, (int, float)) and not math.isnan(value)
 
 
-def difference_direction(results: Sequence[Mapping[str, Any]]) -> str:
+def difference_direction(results: Sequence[Mapping[str, Any]], view: View) -> str:
     """For a lower-is-better headline (--metric wer), what the signed numbers
     in the verdicts mean, so that "speex (-0.01)" reads as an improvement."""
-    verdicts = highlights.headline_verdicts(results)
-    if not verdicts or highlights.headline_direction(results) == "higher is better":
+    verdicts = highlights.headline_verdicts(results, view)
+    if not verdicts or highlights.headline_direction(results, view) == "higher is better":
         return ""
-    return (f"in brackets: the mean {headline_of(results)} difference, engine minus {verdicts[0].baseline}, "
+    return (f"in brackets: the mean {headline_of(results, view)} difference, engine minus {verdicts[0].baseline}, "
             "and its Hodges-Lehmann estimate; lower is better, so a negative one is an improvement")
 
 

@@ -35,7 +35,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, human_agreement, human_report, layout, listening_grid, model, paper_table, rank_report, reference_use, report_pages, run_folders, run_ranking, streaming_summary
+from nsbench.report import agreement, compare, conditions_summary, coverage, failures, highlights, human_agreement, human_report, listening_grid, model, paper_table, rank_report, reference_use, report_pages, run_folders, run_ranking, streaming_summary
 from nsbench.report.plots import NO_MATPLOTLIB, can_draw
 from nsbench.report.provenance import redacted
 
@@ -43,6 +43,7 @@ from nsbench.config import RunConfig, blocks_from
 from nsbench.store import atomic, folders
 from nsbench.report.baselines import compare_with_baselines, compared_metrics
 from nsbench.report.format import md
+from nsbench.report.layout import View
 from nsbench.report.markdown import report_markdown
 from nsbench.report.clip_log import ClipLog
 from nsbench.report.output_spill import OutputSpill
@@ -92,13 +93,14 @@ class SourceLookup:
 class ResultsWriter:
     def __init__(self, config: RunConfig, dataset: DatasetSpec, sources: Sequence[ClipSource], metrics: Sequence[MetricSpec],
                  baselines: Sequence[str] = (), conditions: Sequence[str] = (), identity: Mapping[str, Any] | None = None,
-                 ratings: Sequence[Any] = ()):
+                 ratings: Sequence[Any] = (), *, view: View):
         if (config.plots or config.html) and not can_draw():  # a core install, without [report]
             print(NO_MATPLOTLIB, file=sys.stderr)
             config = dataclasses.replace(config, plots=False, html=False)
         self.config, self.dataset, self.metrics, self.baselines = config, dataset, metrics, baselines
         self.conditions = conditions  # --condition's, "none" first; empty without
-        self.headline = layout.headline(dataset.headline_metric)
+        self.view = view  # where the specs place engines and metrics (nsbench.report.layout): the run's plan's
+        self.headline = view.headline(dataset.headline_metric)
         # This run's identity (nsbench.report.coverage) names its folder (nsbench.report.run_folders).
         self.identity: dict[str, Any] = dict(identity or {})
         self.folder = run_folders.run_folder(config.results_folder, dataset.name, self.identity)
@@ -197,8 +199,8 @@ class ResultsWriter:
         shutil.rmtree(self.folder / listening_grid.AUDIO_FOLDER, ignore_errors=True)  # an earlier run's grid
         try:
             grid = listening_grid.build_grid(
-                self.folder, highlights.ordered(results), self.records, self.sources, self.kept_output,
-                self.headline, headline_higher_is_better(results, self.headline),
+                self.folder, highlights.ordered(results, self.view), self.records, self.sources, self.kept_output,
+                self.headline, headline_higher_is_better(results, self.headline), view=self.view,
             )
         finally:
             if self.spill:
@@ -231,7 +233,7 @@ class ResultsWriter:
                    for result in results]
         self.results = results  # what the run's summary prints
         for result in results:
-            write_json(self.folder / f"{file_stem(result['engine'])}.json", model.validated(result))
+            write_json(self.folder / f"{file_stem(result['engine'])}.json", model.validated(result, self.view))
         current = results
         self.ranking = self.rank(current)
         results = [*results, *self.earlier(results)]
@@ -246,14 +248,14 @@ class ResultsWriter:
             only_whole = streaming_summary.only_unstreamable_line(results, self.baselines, blocks)
             if only_whole:
                 print(f"nsbench: {only_whole}", file=sys.stderr)
-        top, by_condition = conditions_summary.report_parts(results) if self.conditions else ([], [])
+        top, by_condition = conditions_summary.report_parts(results, self.view) if self.conditions else ([], [])
         top = [text for text in (coverage.earlier_text(self.coverage.earlier), md(coverage.cache_sentence(current)),
                                  md(reference_use.results_text(results))) if text] + list(top)
         sections = [text for text in (failures.failures_markdown(current), coverage.left_out_markdown(self.coverage.left_out))
                     if text] + sections
         report = report_markdown(self.dataset.name, results, self.dataset.cell_keys, self.metrics, not_run,
                                  self.dataset.table_metrics, self.config.jobs, [*by_condition, *sections], top=top,
-                                 paper=self.paper_tables(results), lead=[rank_report.markdown_section(results, self.ranking, self.forest)])
+                                 paper=self.paper_tables(results), lead=[rank_report.markdown_section(results, self.view, self.ranking, self.forest)], view=self.view)
         if interruption:
             title, _, rest = report.partition("\n\n")
             report = f"{title}\n\n{interruption}\n\n{rest}"
@@ -263,8 +265,8 @@ class ResultsWriter:
     def rank(self, results: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The engines ranked (nsbench.report.run_ranking), written as ranking.json; with --compare, the rank changes."""
         config = self.config
-        found = run_ranking.run_ranking(results, self.records, self.metrics, headline_of(results),
-                                        self.rank_categories, config.rank_ties, config.rank_decimals)
+        found = run_ranking.run_ranking(results, self.records, self.metrics, headline_of(results, self.view),
+                                        self.rank_categories, config.rank_ties, config.rank_decimals, view=self.view)
         (self.folder / run_ranking.RANKING_FILE).unlink(missing_ok=True)  # an earlier run's
         if found is not None:
             found = {**found, "changes": run_ranking.rank_changes(found, self.stored_ranking)}
@@ -276,7 +278,7 @@ class ResultsWriter:
     def paper_tables(self, results: list[dict[str, Any]]) -> list[str]:
         """The papers' tables (nsbench.report.paper_table): written as LaTeX to
         ``paper-table.tex``; report.md's sections returned."""
-        tables = paper_table.paper_tables(results)
+        tables = paper_table.paper_tables(results, self.view)
         if tables:
             write_atomically(self.folder / paper_table.PAPER_TABLE_FILE, paper_table.latex(tables, self.dataset.name))
         return [paper_table.markdown(table) for table in tables]
@@ -337,22 +339,22 @@ class ResultsWriter:
 
     def comparisons(self) -> dict[str, Any]:
         """engine -> baseline -> metric -> the paired comparison (nsbench.report.baselines)."""
-        metrics = compared_metrics(self.metrics, self.headline)
+        metrics = compared_metrics(self.metrics, self.headline, self.view)
         return compare_with_baselines(self.records, metrics, self.dataset.cell_keys, self.baselines)
 
     def plots(self, results: list[dict[str, Any]]) -> list[str]:
         from nsbench.report.plots import write_plots  # matplotlib only when plots are drawn
 
-        self.forest = rank_report.write_forest(self.folder, results, self.ranking)  # the ranking's, not among the plots
-        return write_plots(self.folder, results, self.dataset.cell_keys, self.dataset.table_metrics)
+        self.forest = rank_report.write_forest(self.folder, results, self.view, self.ranking)  # the ranking's, not among the plots
+        return write_plots(self.folder, results, self.dataset.cell_keys, self.view, self.dataset.table_metrics)
 
     def html(self, results: list[dict[str, Any]], plots: list[str], regression: Mapping[str, Any] | None,
              grid: listening_grid.Grid, current: list[dict[str, Any]]) -> None:
         from nsbench.report.html_report import conditions_html, html_page, streaming_html
 
         blocks = blocks_from(self.config)
-        sections = [*([conditions_html(results)] if self.conditions else []),
-                    *([streaming_html(results, blocks, self.config.jobs)] if blocks else [])]
+        sections = [*([conditions_html(results, self.view)] if self.conditions else []),
+                    *([streaming_html(results, blocks, self.config.jobs, self.view)] if blocks else [])]
         cached = coverage.cache_sentence(current)
         notices = [coverage.earlier_html(self.coverage.earlier), f'<p id="from-cache">{html.escape(cached)}</p>' if cached else "",
                    failures.failures_html(current),
@@ -364,5 +366,6 @@ class ResultsWriter:
         report_pages.write_html(self.folder, html_page(self.folder, self.dataset.name, results, self.dataset.cell_keys, self.dataset.table_metrics, plots, table, text,
                    grid, [*sections, *human_report.html_section(self.human, self.human_figures), *agreement.agreement_html(self.agreement)],
                    notices=[notice for notice in notices if notice],
-                   lead=rank_report.html_section(results, self.ranking, self.folder / self.forest if self.forest else None)))
+                   lead=rank_report.html_section(results, self.view, self.ranking, self.folder / self.forest if self.forest else None),
+                   view=self.view))
 

@@ -76,8 +76,9 @@ class Condition:
 
 # The parts of nsbench conditioned audio depends on (application, resampling, alignment).
 HARNESS_SOURCES = ("run/conditions.py", "audio/files.py", "audio/alignment.py")
-# Where conditioned audio is cached: (cache root, whether to read it); None: nowhere.
-Store = tuple[str, bool]
+# Where conditioned audio is cached: (cache root, whether to read it, the run's size cap in bytes or None);
+# None: nowhere.
+Store = tuple[str, bool, "int | None"]
 
 
 def resolve(names: Sequence[str], kind: Any) -> list[Condition]:
@@ -153,7 +154,7 @@ def load_conditioned(
     if arrays is None:
         arrays = apply_steps(clip, steps)
         if store:
-            cache.Cache(Path(store[0])).put_output(key, cache.CachedOutput(np.vstack(arrays), math.nan, math.nan, ""))
+            cache.Cache(Path(store[0]), max_size=store[2]).put_output(key, cache.CachedOutput(np.vstack(arrays), math.nan, math.nan, ""))
     noisy, clean = arrays[0], arrays[1] if references and clip.clean is not None else clip.clean
     sources = np.stack(arrays[2:]) if references and clip.sources is not None else clip.sources
     # The noise stem no longer adds up with the conditioned input: dropped.

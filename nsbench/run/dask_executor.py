@@ -153,7 +153,7 @@ def worker_probe(name: str = "missing_modules") -> Any:
 def needed_modules(engines: Sequence[EngineSpec]) -> dict[str, str]:
     """Module -> what to install for it, on each worker: nsbench, each
     engine's plugin module (not one sent by value) and its ``requires``."""
-    from nsbench import __version__
+    from nsbench.version import __version__
 
     needed = {"nsbench": f"nsbench {__version__} (pip install the same wheel or checkout as here)"}
     for engine in engines:

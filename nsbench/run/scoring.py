@@ -12,9 +12,9 @@ import numpy as np
 from nsbench.audio import checks
 from nsbench.run.engine_run import EngineRun, NeedsScores, Produced
 from nsbench.store.cache import Cache
-from nsbench.store.reference import ReferenceAudio, ReferenceFeatures, reference_key
+from nsbench.store.reference import ReferenceFeatures, reference_key
 from nsbench.plugins.errors import MetricUndefined
-from nsbench.plugins.records import Clip, MetricInputs
+from nsbench.plugins.records import Clip, MetricInputs, ReferenceAudio
 from nsbench.plugins.specs import MetricSpec, PooledValue
 
 

@@ -207,7 +207,7 @@ def summarise_engine(plan: RunPlan, turn: Turn, compensation: dict[str, Any] | N
     streamed = streaming_summary.engine_summary(records)
     if streamed is not None:
         extra = {**extra, "streaming": streamed}
-    return engine_result(engine.name, dataset.name, summary, reported, {**extra, "engine_info": info})
+    return engine_result(engine.name, dataset.name, summary, reported, {**extra, "engine_info": info}, plan.view)
 
 
 def engine_info(record: Registered[EngineSpec], records: RecordTable, notes: list[str], baselines: list[str] = ()) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def benchmark(config: RunConfig, registry: Registry) -> int:
     """The run's top: plan it, then run every engine where the clips run; the exit code."""
     plan = plan_run(config, registry)
     writer = ResultsWriter(config, plan.dataset, plan.sources, plan.reported, plan.baselines, conditions=plan.conditions,
-                           identity=plan.shared["run_identity"], ratings=plan.ratings)
+                           identity=plan.shared["run_identity"], ratings=plan.ratings, view=plan.view)
     with writer.held([engine.name for engine in plan.engines]), \
             executor_for(config.executor, config.jobs, config.scheduler, list(plan.engines), config.clip_timeout) as executor:
         return run_engines(Run(plan, writer, executor))
@@ -122,7 +122,7 @@ def print_summary(run: Run, results: list[dict[str, Any]], not_run: dict[str, st
         print(report)
     if not config.quiet:
         reports = [folder / "report.md", *([folder / "report.html"] if run.writer.config.html else [])]
-        print(summary_text(run.plan.dataset.name, results, reports, not_run, run.writer.ranking))
+        print(summary_text(run.plan.dataset.name, results, reports, not_run, run.writer.ranking, view=run.plan.view))
         for line in run_notes_lines(results, run.writer.coverage, not_run, config.engines):
             print(line)
         for line in human_report.terminal_lines(run.writer.human):

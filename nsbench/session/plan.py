@@ -21,7 +21,8 @@ from nsbench.store import cache
 from nsbench.store.keys import Identity, checks_identity, engine_identity, metric_identity
 from nsbench.run import conditions, flag_use, no_reference
 from nsbench.config import Blocks, RunConfig, blocks_from
-from nsbench.report import coverage, layout, provenance
+from nsbench.report import coverage, provenance
+from nsbench.report.layout import View, read_view
 from nsbench.plugins.metric_options import bind_options, metric_context, metric_provenance
 from nsbench.plugins.registry import Registry, default_dataset
 from nsbench.plugins.errors import UserError
@@ -45,6 +46,8 @@ class RunPlan:
     # With a cache: each metric's digest (name, version, code), the same for every engine.
     metric_identities: Mapping[str, str]
     shared: Mapping[str, Any]  # in every <engine>.json: the dataset's description, the provenance, the run's identity
+    # Where the reports place engines and metrics, read from this run's registry (nsbench.report.layout).
+    view: View
     ratings: tuple[Any, ...] = ()  # a rated set's ratings (nsbench.ratings.RatedSet per cell); () for other sets
 
     def engine_options(self, engine: EngineSpec) -> dict[str, Any]:
@@ -74,7 +77,7 @@ class RunPlan:
 
 def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     """The plan, or UserError for what the flags ask that cannot be done."""
-    dataset = dataset_of(config, registry)
+    dataset, view = dataset_of(config, registry), read_view(registry)
     flag_use.check_dataset_flags(config, registry, dataset)  # before "not found" for a --data-folder it does not take
     check_arguments(config, dataset)
     # Named engines, metrics and conditions are checked before the clips are
@@ -98,11 +101,11 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
                                            lambda metric: config.plugin_flags(registry.metrics.get(metric.name).plugin),
                                            metric_context(registry, config.use_cache, config.rerun))
     dataset = dataclasses.replace(dataset, headline_metric=no_reference.headline(
-        layout.headline(dataset.headline_metric), reported_values(metrics), sources))
+        view.headline(dataset.headline_metric), reported_values(metrics), sources))
     shared = shared_facts(config, dataset.describe(dataset_options), sources, metrics, metric_options)
     if chosen:  # each clip once per condition, a cell each
         dataset = dataclasses.replace(dataset, cell_keys=conditions.with_condition_cells(dataset.cell_keys))
-        store = (str(cache.cache_root()), not config.rerun) if config.use_cache else None
+        store = (str(cache.cache_root()), not config.rerun, config.cache_max_size) if config.use_cache else None
         sources = conditions.conditioned_sources(sources, chosen, store)
         shared["provenance"]["conditions"] = conditions.provenance(chosen, registry.conditions)
     names = tuple(condition.name for condition in chosen)
@@ -111,9 +114,10 @@ def plan_run(config: RunConfig, registry: Registry) -> RunPlan:
     shared["run_identity"] = coverage.run_identity(
         dataset.name, shared["dataset_description"], [source.clip_id for source in sources], identities, names,
         config.block_size, config.block_ms)
-    run_cache = cache.Cache(cache.cache_root(), read=not config.rerun) if config.use_cache else None
+    run_cache = (cache.Cache(cache.cache_root(), read=not config.rerun, max_size=config.cache_max_size)
+                 if config.use_cache else None)
     return RunPlan(config, registry, dataset, tuple(engines), tuple(sources), tuple(metrics), names,
-                   blocks_from(config), run_cache, identities if run_cache else {}, shared, ratings)
+                   blocks_from(config), run_cache, identities if run_cache else {}, shared, view, ratings)
 
 
 def dataset_of(config: RunConfig, registry: Registry) -> DatasetSpec:

@@ -80,10 +80,7 @@ class Cache:
         self.read = read
         self.warnings: list[str] = []
         self._marked: set[str] = set()
-        try:  # --cache-max-size sets the variable: worker processes see it too
-            max_size = max_size or eviction.max_size_from_environment()
-        except ValueError as error:
-            self.warnings.append(f"${eviction.MAX_SIZE_VARIABLE}: {error}; the cache has no cap")
+        # The run's configuration gives the cap (RunConfig.cache_max_size); pickled with the Cache to the workers.
         self.max_size = max_size  # its SizeCap is the process's (eviction.cap_for), not pickled with the Cache
         older = eviction.older_format_note(self.folder, ENTRY_FORMAT) if read else None
         self.warnings += [older] if older else []
@@ -279,8 +276,9 @@ def folder_usage(folder: Path) -> tuple[int, int]:
     return eviction.tree_usage(folder)
 
 
-def usage_text(root: Path) -> str:
-    """What ``--list cache`` prints: the location, then each part's size."""
+def usage_text(root: Path, cap: str = "") -> str:
+    """What ``--list cache`` prints: the location, then each part's size;
+    ``cap``: the size cap as the user set it (eviction.max_size_setting), "" for none."""
     lines = [f"cache: {root} (set NSBENCH_CACHE to move it; --clear-cache empties it)"]
     parts = sorted(path for path in root.iterdir()) if root.is_dir() else []
     total = 0
@@ -289,7 +287,6 @@ def usage_text(root: Path) -> str:
         total += size
         lines.append(f"  {part.name:<40} {files:>8} files  {size / 1e6:>10.1f} MB")
     lines.append(f"  {'total':<40} {'':>8}        {total / 1e6:>10.1f} MB")
-    cap = os.environ.get(eviction.MAX_SIZE_VARIABLE)
     lines.append(f"  {RUNS_FOLDER} capped at {cap}, least recently used first" if cap else
                  f"  no cap on its size (--cache-max-size or ${eviction.MAX_SIZE_VARIABLE})")
     return "\n".join(lines)

@@ -47,7 +47,7 @@ def parse_size(text: str) -> int:
 
 
 def size_argument(text: str) -> str:
-    """--cache-max-size's type: checked, kept as typed (the environment carries it to workers)."""
+    """--cache-max-size's type: checked, kept as typed (``--list cache`` shows it so)."""
     try:
         parse_size(text)
     except ValueError as error:
@@ -62,10 +62,17 @@ def size_text(size: int) -> str:
     return f"{size} B"
 
 
-def max_size_from_environment() -> int | None:
-    """$NSBENCH_CACHE_MAX_SIZE in bytes, or None (no cap); --cache-max-size sets it."""
-    text = os.environ.get(MAX_SIZE_VARIABLE, "").strip()
-    return parse_size(text) if text else None
+def max_size_setting(flag: str | None) -> str:
+    """The cap as the user set it: --cache-max-size, else $NSBENCH_CACHE_MAX_SIZE
+    (a user's setting, docs/cli.md), else "" (no cap). Read once, into the run's
+    configuration (nsbench.config.RunConfig.cache_max_size): the Cache
+    carries it to the worker processes, nothing writes the environment."""
+    return (flag or os.environ.get(MAX_SIZE_VARIABLE, "")).strip()
+
+
+def max_size_of(setting: str) -> int | None:
+    """A setting (max_size_setting) in bytes; None: no cap. ValueError for a bad one."""
+    return parse_size(setting) if setting else None
 
 
 @dataclass(frozen=True)

@@ -26,29 +26,16 @@ from __future__ import annotations
 import hashlib
 import io
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
 import numpy as np
 
+from nsbench.plugins.records import Features, ReferenceAudio
 from nsbench.store.digests import code_digest, digest
 
 # Features kept in memory across engines, in bytes (oldest clip out first): the
 # compact per-clip features (band envelopes, masks) of a few hundred clips.
 MEMORY_BYTES = 64 * 2**20
-
-Features = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ReferenceAudio:
-    """What a reference feature may read: the clip's clean voice and noisy
-    input as the metrics score them, and their rate."""
-
-    clean: np.ndarray | None  # None: the clip has no reference
-    noisy: np.ndarray
-    sample_rate: int
-
 
 def compute_key(compute: Callable[..., Features], params: tuple) -> str:
     """The function and its parameters; with its code digest this keys the cache."""

@@ -19,7 +19,6 @@ from nsbench.builtin.datasets import folder
 from nsbench.cli import main
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise, write_wav
-from tests.helpers.plugins import add_plugin_to_the_cli
 
 RATE = 16000
 QUICK = ["--metric", "si_sdr", "--jobs", "1", "--quiet", "--no-html", "--no-plots"]
@@ -35,8 +34,8 @@ def write_pair(root: Path, name: str, seed: int, seconds: float = 0.5) -> np.nda
     return noisy
 
 
-def run(tmp_path: Path, *argv: str) -> int:
-    return main([*argv, "--results-folder", str(tmp_path / "results"), *QUICK])
+def run(tmp_path: Path, *argv: str, plugins: tuple[object, ...] = ()) -> int:
+    return main([*argv, "--results-folder", str(tmp_path / "results"), *QUICK], plugins=plugins)
 
 
 def one_error_line(capsys) -> str:
@@ -81,16 +80,15 @@ def test_f09_files_of_one_name_in_two_sub_folders_are_two_clips(tmp_path):
         assert np.allclose(source.load().noisy, noisy[source.clip_id.split("/")[0]], atol=1e-7)
 
 
-def test_f09_each_file_is_run_and_written_once_and_seeds_stay_seeds(tmp_path, monkeypatch):
+def test_f09_each_file_is_run_and_written_once_and_seeds_stay_seeds(tmp_path):
     """F-09: through the CLI, both sub-folders' clips run, and --output-folder
     writes each to its own file (out/<engine>/s1/d.wav); --seeds still runs a
     seeded engine once per seed of each clip (s1/d_seed0.wav, s1/d_seed1.wav)."""
-    add_plugin_to_the_cli(monkeypatch, Seeded())
     root = tmp_path / "set"
     noisy = {sub: write_pair(root, f"{sub}/d.wav", seed) for seed, sub in enumerate(["s1", "s2"])}
     out = tmp_path / "out"
     code = run(tmp_path, "--dataset", "folder", "--data-folder", str(root), "--engine", "seeded-gain",
-               "--seeds", "0-1", "--output-folder", str(out))
+               "--seeds", "0-1", "--output-folder", str(out), plugins=(Seeded(),))
     assert code == 0
     results = tmp_path / "results" / "folder"
     for engine, runs in (("passthrough", [None]), ("seeded-gain", [0, 1])):

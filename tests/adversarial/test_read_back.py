@@ -22,7 +22,7 @@ import pytest
 from nsbench.report.format import md, plain
 
 from tests.helpers.audio import tone_and_noise, write_wav
-from tests.helpers.plugins import ResidualEngine, add_plugin_to_the_cli
+from tests.helpers.plugins import ResidualEngine
 from tests.helpers.reports import run_cli as run, section
 
 RATE = 16000
@@ -88,12 +88,10 @@ def graded_set(root: Path, count: int = 12, noisy_gain: float = 1.0) -> Path:
 
 
 @pytest.fixture
-def cli(tmp_path, monkeypatch):
-    add_plugin_to_the_cli(monkeypatch, ResidualEngine())
-
+def cli(tmp_path):
     def cli(data: Path, results: Path, *extra: str) -> tuple[int, str, str]:
         return run(["--dataset", "folder", "--data-folder", str(data), "--engine", "residual", "--metric", "si_sdr",
-                    "--results-folder", str(results), "--quiet", *QUIET, *extra])
+                    "--results-folder", str(results), "--quiet", *QUIET, *extra], plugins=(ResidualEngine(),))
 
     return cli
 
@@ -216,10 +214,8 @@ def stored_run(tmp_path_factory):
     """One run of passthrough and residual on three clips, to tamper with."""
     root = tmp_path_factory.mktemp("stored")
     data = graded_set(root / "set", count=3)
-    with pytest.MonkeyPatch.context() as patch:
-        add_plugin_to_the_cli(patch, ResidualEngine())
-        assert run(["--dataset", "folder", "--data-folder", str(data), "--engine", "residual", "--metric", "si_sdr",
-                    "--results-folder", str(root / "results"), "--quiet", *QUIET])[0] == 0
+    assert run(["--dataset", "folder", "--data-folder", str(data), "--engine", "residual", "--metric", "si_sdr",
+                "--results-folder", str(root / "results"), "--quiet", *QUIET], plugins=(ResidualEngine(),))[0] == 0
     return data, root / "results" / "folder"
 
 

@@ -34,7 +34,7 @@ from nsbench.store.folders import MARKER
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise
 from tests.helpers.paths import REPO_ROOT
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 
 QUICK = ["--metric", "si_sdr", "--jobs", "1", "--no-cache", "--no-plots", "--quiet"]
 
@@ -82,9 +82,8 @@ class Halving:
 
 def run(monkeypatch, capsys, plugin: HostilePlugin, *flags: str) -> tuple[int, list[str]]:
     """The CLI on the plugin's dataset with each of its engines: the exit code and stderr's lines."""
-    add_plugin_to_the_cli(monkeypatch, plugin)
     engines = [flag for name in plugin.engines for flag in ("--engine", name)]
-    code = main(["--dataset", plugin.dataset, *engines, *QUICK, *flags])
+    code = main(["--dataset", plugin.dataset, *engines, *QUICK, *flags], plugins=[plugin])
     return code, capsys.readouterr().err.strip().splitlines()
 
 
@@ -130,15 +129,14 @@ def test_f02_the_grid_refuses_a_path_that_leaves_its_folder(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["..", "../../up"])
-def test_f02_an_engine_name_never_names_a_folder_outside(monkeypatch, capsys, tmp_path, name):
+def test_f02_an_engine_name_never_names_a_folder_outside(capsys, tmp_path, name):
     """F-02: a command engine named ``..`` (--command-name) had the stem
     ``..``: its outputs went to ``--output-folder/../``. Stems are never
     hidden, ``.`` or ``..``."""
     results, outputs = tmp_path / "run" / "results", tmp_path / "run" / "outputs"
     command = f"command:{sys.executable} {REPO_ROOT / 'examples' / 'command_model.py'} --in {{input}} --out {{output}}"
-    add_plugin_to_the_cli(monkeypatch, HostilePlugin(engines=()))
     code = main(["--dataset", "hostile", "--engine", command, "--command-name", name, *QUICK, "--results-folder", str(results),
-                 "--output-folder", str(outputs), "--no-html"])
+                 "--output-folder", str(outputs), "--no-html"], plugins=[HostilePlugin(engines=())])
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert code == 0 and line.startswith(f"nsbench: results in {results / 'hostile'}-")
     outside = {name for name in files_under(tmp_path) if not name.startswith(("run/results/hostile-", "run/outputs/"))}
@@ -155,13 +153,13 @@ def test_f02_a_stem_is_never_hidden_dots_or_a_grid_folder(name):
 # ------------------------------------------------------------------ F-04 never overwrite what nsbench did not write
 
 
-def test_f04_output_folder_set_to_the_data_folder_is_refused_and_the_data_kept(monkeypatch, capsys, tmp_path):
+def test_f04_output_folder_set_to_the_data_folder_is_refused_and_the_data_kept(capsys, tmp_path):
     """F-04: ``--output-folder`` set to the data folder, with an engine named
     ``noisy``, rewrote the dataset's WAV files (writer.py:150-152)."""
     data = make_folder_dataset(tmp_path / "data", count=2, seconds=0.5)
     before = digests(data)
-    add_plugin_to_the_cli(monkeypatch, HostilePlugin(engines=("noisy",)))
-    code = main(["--dataset", "folder", "--data-folder", str(data), "--engine", "noisy", *QUICK,
+    run_cli = cli_with(HostilePlugin(engines=("noisy",)))
+    code = run_cli(["--dataset", "folder", "--data-folder", str(data), "--engine", "noisy", *QUICK,
                  "--results-folder", str(tmp_path / "results"), "--output-folder", str(data)])
     err = capsys.readouterr().err.strip().splitlines()
     assert (code, err) == (2, [f"nsbench: error: the output folder {data} holds files nsbench did not write (it has no {MARKER} "
@@ -220,7 +218,7 @@ def test_f04_claim_is_the_one_check_for_any_folder(tmp_path):
 # ------------------------------------------------------------------ F-05 one engine, one file
 
 
-def test_f05_two_command_engines_of_one_file_name_are_refused_before_anything_runs(monkeypatch, capsys, tmp_path):
+def test_f05_two_command_engines_of_one_file_name_are_refused_before_anything_runs(capsys, tmp_path):
     """F-05: ``command:/x/a+b.sh`` and ``command:/x/a_b.sh`` had one stem: each
     truncated the other's .clips.jsonl, then record_table.py:262 crashed."""
     program = (REPO_ROOT / "examples" / "command_model.py").read_text()
@@ -228,8 +226,8 @@ def test_f05_two_command_engines_of_one_file_name_are_refused_before_anything_ru
     for name in ("a+b.py", "a_b.py"):
         (tmp_path / name).write_text(program)
         engines.append(f"command:{sys.executable} {tmp_path / name} --in {{input}} --out {{output}}")
-    add_plugin_to_the_cli(monkeypatch, HostilePlugin())
-    code = main(["--dataset", "hostile", "--engine", engines[0], "--engine", engines[1], *QUICK,
+    run_cli = cli_with(HostilePlugin())
+    code = run_cli(["--dataset", "hostile", "--engine", engines[0], "--engine", engines[1], *QUICK,
                  "--results-folder", str(tmp_path / "results")])
     stem = file_stem(engines[0])
     assert stem == file_stem(engines[1])

@@ -10,13 +10,12 @@ import pytest
 
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
-from nsbench.report import layout
 from nsbench.report.format import fmt_value
 from nsbench.store.folders import MARKER
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise, write_wav
 from tests.helpers.paths import REPO_ROOT
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 
 EXAMPLE_PLUGIN = str(REPO_ROOT / "examples" / "spectral_subtraction_plugin.py")
 ENGINE_KEYS = {
@@ -114,7 +113,7 @@ def report_rows(report: str) -> dict[tuple[str, str, str], list[str]]:
     return rows
 
 
-def test_report_numbers_equal_the_json(demo_run):
+def test_report_numbers_equal_the_json(demo_run, view):
     folder, _ = demo_run
     rows = report_rows((folder / "report.md").read_text())
     checked = 0
@@ -123,7 +122,7 @@ def test_report_numbers_equal_the_json(demo_run):
         for cell in result["cells"]:
             row = rows[(cell["cell"]["noise"], cell["cell"]["snr_db"], engine)]
             assert row["n"] == str(cell["clips"])
-            for name, title, decimals in layout.table_columns():
+            for name, title, decimals in view.table_columns():
                 if name not in cell["metrics"]:  # a metric not run (wer is optional) has no column
                     assert title not in row
                     continue
@@ -235,9 +234,9 @@ class FlagPlugin:
         register(DatasetSpec(name="tones", clips=clips, description="test tones", cell_keys=("kind",)))
 
 
-def test_plugin_flags_reach_the_dataset(tmp_path, monkeypatch):
-    add_plugin_to_the_cli(monkeypatch, FlagPlugin())
-    assert main(["--dataset", "tones", "--tone-count", "4", "--results-folder", str(tmp_path), "--quiet"]) == 0
+def test_plugin_flags_reach_the_dataset(tmp_path):
+    run_cli = cli_with(FlagPlugin())
+    assert run_cli(["--dataset", "tones", "--tone-count", "4", "--results-folder", str(tmp_path), "--quiet"]) == 0
     assert json.loads((tmp_path / "tones" / "passthrough.json").read_text())["clips"] == 4
 
 
@@ -261,12 +260,12 @@ class SeededPlugin:
                             description="seeded test engine", sample_rate=16000, delay=0, seeded=True))
 
 
-def test_seeds_run_seeded_engines_once_per_seed_and_deterministic_ones_once(tmp_path, monkeypatch):
-    add_plugin_to_the_cli(monkeypatch, SeededPlugin())
+def test_seeds_run_seeded_engines_once_per_seed_and_deterministic_ones_once(tmp_path):
+    run_cli = cli_with(SeededPlugin())
     data = make_folder_dataset(tmp_path / "d", count=2)
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "dithering", "--seeds", "0-2",
             "--results-folder", str(tmp_path / "r"), "--quiet"]
-    assert main(argv) == 0
+    assert run_cli(argv) == 0
     folder = tmp_path / "r" / "folder"
     rows = [json.loads(line) for line in (folder / "dithering.clips.jsonl").read_text().splitlines()]
     assert sorted((r["clip_id"], r["seed"]) for r in rows) == [(f"utt{c}", s) for c in range(2) for s in range(3)]

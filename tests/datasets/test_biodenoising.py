@@ -9,11 +9,10 @@ import pytest
 
 from nsbench.audio.files import read_audio
 from nsbench.builtin.datasets import biodenoising
-from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.errors import UserError
 
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 from tests.helpers.dataset_layouts import SNR_ITEMS, bio_options, cell, results, write_bio_set
 
 
@@ -99,11 +98,11 @@ class OracleSeededPlugin:
                             sample_rate=16000, delay=0, oracle=True, seeded=True))
 
 
-def test_biodenoising_seed_aggregation_end_to_end(bio_parent, tmp_path, monkeypatch):
-    add_plugin_to_the_cli(monkeypatch, OracleSeededPlugin())
+def test_biodenoising_seed_aggregation_end_to_end(bio_parent, tmp_path):
+    run_cli = cli_with(OracleSeededPlugin())
     argv = ["--dataset", "biodenoising", "--data-folder", str(bio_parent), "--engine", "halving", "--seeds", "0-2",
             "--metric", "si_sdr", "--metric", "si_sdri", "--results-folder", str(tmp_path / "r"), "--quiet"]
-    assert main(argv) == 0
+    assert run_cli(argv) == 0
     summary, rows = results(tmp_path / "r" / "biodenoising", "halving")
     step = 20 * math.log10(2)  # 6.0206 dB per halving
     snr = {"robin_0001": 0.0, "cleaner_warbler_02": 5.0, "humpback_03": 20.0}

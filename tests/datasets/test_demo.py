@@ -21,6 +21,7 @@ from nsbench.builtin.datasets import demo
 from nsbench.builtin.metrics import speech_gated
 from nsbench.cli import main
 
+from tests.helpers import demo_speech
 from tests.helpers.paths import REPO_ROOT
 
 # Written out, not read from demo.SNRS_DB: the public sets span 0-19 dB (DNS 2020)
@@ -226,14 +227,14 @@ def test_every_voiced_clip_holds_at_least_two_seconds_of_speech(demo_set, stems)
     entries = demo_set[1]
     voiced = [clip_id for clip_id, entry in entries.items() if entry["labels"]["talker"] != "none"]
     assert len(voiced) == CLIPS - 6  # all but the music-only clips
-    speech = {clip_id: demo.speech_seconds(stems[clip_id][1].astype(np.float32)) for clip_id in voiced}
+    speech = {clip_id: demo_speech.speech_seconds(stems[clip_id][1].astype(np.float32)) for clip_id in voiced}
     short = {clip_id: seconds for clip_id, seconds in speech.items() if seconds < MIN_SPEECH_SECONDS}
     assert not short, f"voiced clips with under {MIN_SPEECH_SECONDS} s of speech: {short}"
     # The measure sees a pause: the same clean voice with its second half silenced holds less than half as much.
     clip_id = min(speech, key=speech.get)
     halved = stems[clip_id][1].astype(np.float32).copy()
     halved[len(halved) // 2 :] = 0
-    assert demo.speech_seconds(halved) < speech[clip_id] / 2 + 0.1
+    assert demo_speech.speech_seconds(halved) < speech[clip_id] / 2 + 0.1
 
 
 @needs_silero
@@ -284,5 +285,5 @@ def test_the_builder_cuts_a_long_pause_to_half_a_second_and_keeps_the_speech(bui
     # 3 s cut to 0.5 s, give or take a 32 ms VAD chunk at each end; the VAD
     # takes a few chunks after a word to fall below 0.5, so up to 0.25 s more stays.
     assert 0.43 * demo.SAMPLE_RATE <= len(shortened) - len(reading) <= 0.75 * demo.SAMPLE_RATE
-    assert demo.speech_seconds(shortened) == pytest.approx(demo.speech_seconds(reading), abs=0.1)
+    assert demo_speech.speech_seconds(shortened) == pytest.approx(demo_speech.speech_seconds(reading), abs=0.1)
     assert builder.shortfalls({"paused": paused}) and not builder.shortfalls({"shortened": shortened})

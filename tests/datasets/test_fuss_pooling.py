@@ -20,11 +20,10 @@ import soundfile
 
 from nsbench.builtin.datasets import fuss
 from nsbench.builtin.metrics import fuss_sisnr
-from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.specs import EngineSpec
 
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 
 RATE = 16000
 SECONDS = 1.0
@@ -115,12 +114,12 @@ def fuss_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fuss-pooling")
     root = make_fuss_set(folder / "ssdata_reverb")
     monkeypatch = pytest.MonkeyPatch()
-    add_plugin_to_the_cli(monkeypatch, BandSplitter())
+    run_cli = cli_with(BandSplitter())
     try:
         argv = ["--dataset", "fuss", "--data-folder", str(root), "--engine", "bands", "--results-folder", str(folder / "r"),
                 "--output-folder", str(folder / "out"), "--quiet", "--no-plots", "--jobs", "1", "--no-cache",
                 "--metric", "fuss_sisnr", "--metric", "fuss_sisnri", "--metric", "fuss_over_separated"]
-        assert main(argv) == 0
+        assert run_cli(argv) == 0
     finally:
         monkeypatch.undo()
     return root, folder

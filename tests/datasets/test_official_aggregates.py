@@ -21,7 +21,6 @@ from nsbench.plugins.specs import EngineSpec
 
 from tests.helpers.audio import make_folder_dataset
 from tests.helpers.lazy import LazyModule
-from tests.helpers.plugins import add_plugin_to_the_cli
 from tests.helpers.dns_layouts import NOISY_NAMES, make_dns, make_voicebank
 from tests.helpers.dataset_layouts import SNR_ITEMS, TRACKS, make_musdb, write_bio_set
 
@@ -30,8 +29,10 @@ scipy = LazyModule("scipy")
 QUICK = ["--engine", "passthrough", "--quiet", "--no-html", "--no-plots", "--jobs", "1", "--no-cache"]
 
 
-def run(tmp_path: Path, dataset: str, data: Path, *extra: str, engine: str = "passthrough") -> tuple[dict, list[dict]]:
-    assert main(["--dataset", dataset, "--data-folder", str(data), "--results-folder", str(tmp_path / "r"), *QUICK, *extra]) == 0
+def run(tmp_path: Path, dataset: str, data: Path, *extra: str, engine: str = "passthrough",
+        plugins: tuple[object, ...] = ()) -> tuple[dict, list[dict]]:
+    assert main(["--dataset", dataset, "--data-folder", str(data), "--results-folder", str(tmp_path / "r"), *QUICK, *extra],
+                plugins=plugins) == 0
     folder = tmp_path / "r" / dataset
     rows = [json.loads(line) for line in (folder / f"{engine}.clips.jsonl").read_text().splitlines()]
     return json.loads((folder / f"{engine}.json").read_text()), rows
@@ -91,14 +92,14 @@ class HalfLevel:
                             sample_rate=None, delay=0, default=False))
 
 
-def test_musdb_mean_over_stems_then_over_tracks_as_the_mdx_kit(tmp_path, monkeypatch):
+def test_musdb_mean_over_stems_then_over_tracks_as_the_mdx_kit(tmp_path):
     # evaluator/music_demixing.py scoring(): SDR with delta 1e-7 per stem, a
     # track's mean over its stems, then the mean over tracks; on nsbench's two
     # mono stems and whole tracks (--musdb-excerpt-seconds 0).
-    add_plugin_to_the_cli(monkeypatch, HalfLevel())
     root = make_musdb(tmp_path / "musdb18hq", seconds=1.5)
     result, _ = run(tmp_path, "musdb", root, "--engine", "half", "--musdb-excerpt-seconds", "0",
-                    "--metric", "mdx_sdr", "--metric", "mdx_sdr_voice", engine="half")
+                    "--metric", "mdx_sdr", "--metric", "mdx_sdr_voice", engine="half",
+                    plugins=(HalfLevel(),))
 
     def sdr(reference: np.ndarray, estimate: np.ndarray) -> float:
         delta = 1e-7

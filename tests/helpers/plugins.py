@@ -1,8 +1,10 @@
 """Plugins handed to the CLI from inside a test."""
 from __future__ import annotations
 
+import functools
 import textwrap
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -68,19 +70,12 @@ def logged_calls(log: Path, kind: str) -> list[list[str]]:
     return [line.split() for line in log.read_text().splitlines() if line.startswith(kind)]
 
 
-def add_plugin_to_the_cli(monkeypatch, plugin: object) -> None:
-    """Every plugin manager the CLI builds during this test also holds ``plugin``."""
-    import nsbench.flags
-    from nsbench.plugins import manager as plugins
+def cli_with(*plugins: object) -> Callable[..., int]:
+    """The CLI with ``plugins`` registered besides the installed ones, on a
+    fresh plugin manager at every call (nsbench.cli.main's ``plugins``)."""
+    from nsbench.cli import main
 
-    original = plugins.get_plugin_manager
-
-    def with_plugin(local, **kwargs):
-        manager = original(local, **kwargs)
-        manager.register(plugin)
-        return manager
-
-    monkeypatch.setattr(nsbench.flags, "get_plugin_manager", with_plugin)
+    return functools.partial(main, plugins=plugins)
 
 
 # The "quieter" engine (0.7 times the input) as a plugin file, for runs whose

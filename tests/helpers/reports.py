@@ -6,13 +6,13 @@ import contextlib
 import io
 
 
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    """nsbench's exit code, stdout and stderr for ``argv``."""
+def run_cli(argv: list[str], plugins: tuple[object, ...] = ()) -> tuple[int, str, str]:
+    """nsbench's exit code, stdout and stderr for ``argv`` (``plugins``: registered for this call, nsbench.cli.main)."""
     from nsbench.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
+        code = main(argv, plugins=plugins)
     return code, out.getvalue(), err.getvalue()
 
 

@@ -449,9 +449,9 @@ def test_the_page_works_with_the_keyboard_alone(browser, mushra):
 
 def test_a_set_without_references_gets_p835_conditions():
     """Where Clip.clean is None (a set without references), only what was heard: the input and the engines."""
-    conditions = design.conditions_for(design.P835, ["speex"], has_reference=False, baseline_ran=True)
+    conditions = design.conditions_for(design.P835, ["speex"], has_reference=False, baseline="passthrough")
     assert [c.name for c in conditions] == ["unprocessed input", "speex"]
-    assert [c.kind for c in design.conditions_for(design.MUSHRA, ["speex"], True, False)] == [
+    assert [c.kind for c in design.conditions_for(design.MUSHRA, ["speex"], True, "")] == [
         design.REFERENCE, design.ANCHOR, design.INPUT, design.ENGINE]
 
 

@@ -17,7 +17,7 @@ import pytest
 import soundfile
 
 from tests.helpers.paths import SHARED_AUDIO
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.recognition import TranscriptStore, normalise_transcript, word_error_rate
@@ -299,13 +299,13 @@ class CountingPlugin:
         register(RecogniserSpec(name="counting", factory=CountingRecogniser, description="counts loud half-seconds", version="1"))
 
 
-def test_a_recogniser_plugin_is_used_when_named(tmp_path, monkeypatch):
+def test_a_recogniser_plugin_is_used_when_named(tmp_path):
     """The plugin's recogniser transcribes, and its name and version reach the
     provenance. c0 has no text: its reference is the clean transcript. c1's
     noisy input carries the mark that makes the recogniser fail: its WER fails
     with the reason, its other metrics and the clip stand. c2's text has no
     words: WER undefined, not 0. c3's text is what the recogniser hears."""
-    add_plugin_to_the_cli(monkeypatch, CountingPlugin())
+    run_cli = cli_with(CountingPlugin())
     rate = 16000
     t = np.arange(2 * rate) / rate
     voice = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
@@ -320,7 +320,7 @@ def test_a_recogniser_plugin_is_used_when_named(tmp_path, monkeypatch):
         soundfile.write(data / "noisy" / f"c{index}.wav", noisy, rate, subtype="FLOAT")
     (data / "clean" / "c2.txt").write_text("...\n")
     (data / "clean" / "c3.txt").write_text("One, two, three, four.\n")
-    assert main(["--dataset", "folder", "--data-folder", str(data), "--engine", "passthrough", "--metric", "stoi",
+    assert run_cli(["--dataset", "folder", "--data-folder", str(data), "--engine", "passthrough", "--metric", "stoi",
                  "--recogniser", "counting", "--results-folder", str(tmp_path / "r"), *RUN]) == 0
     folder = tmp_path / "r" / "folder"
     records = {r["clip_id"]: r for r in clip_records(folder, "passthrough")}
@@ -336,11 +336,11 @@ def test_a_recogniser_plugin_is_used_when_named(tmp_path, monkeypatch):
     assert result["metrics"]["wer"]["n"] == 2
 
 
-def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path, monkeypatch):
+def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path):
     """Two clips, two engines: the clean and noisy transcripts once per clip
     (passthrough's output is its input: that one too), speex's outputs once
     each: 6 transcripts. The same run again takes all of them from the cache."""
-    add_plugin_to_the_cli(monkeypatch, CountingPlugin())
+    run_cli = cli_with(CountingPlugin())
     data = tmp_path / "data"
     rng = np.random.default_rng(3)
     for index in range(2):
@@ -352,11 +352,11 @@ def test_transcripts_are_made_once_per_audio_for_every_engine_and_run(tmp_path, 
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "speex", "--recogniser", "counting",
             "--results-folder", str(tmp_path / "r"), *RUN, "--clip-timeout", "0"]
     CountingRecogniser.heard.clear()
-    assert main(argv) == 0
+    assert run_cli(argv) == 0
     assert len(CountingRecogniser.heard) == 6
-    assert main([*argv, "--rerun"]) == 0  # --rerun: transcripts anew, once each again
+    assert run_cli([*argv, "--rerun"]) == 0  # --rerun: transcripts anew, once each again
     assert len(CountingRecogniser.heard) == 12
-    assert main(argv) == 0
+    assert run_cli(argv) == 0
     assert len(CountingRecogniser.heard) == 12
 
 

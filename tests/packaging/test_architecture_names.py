@@ -22,7 +22,8 @@ CORE_WORDS = {
 }
 # Strings that equal a built-in's name but name something else, per module.
 NOT_PLUGINS = {
-    ("adapters.py", "si_sdr"), ("adapters.py", "snr"),  # the SI-SDR and SNR functions' export names
+    ("adapters/__init__.py", "si_sdr"), ("adapters/__init__.py", "snr"),  # the SI-SDR and SNR functions' export names
+    ("adapters/signal.py", "si_sdr"), ("adapters/signal.py", "snr"),  # and their public module's __all__
 }
 
 

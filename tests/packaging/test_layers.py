@@ -28,8 +28,8 @@ ROOT = "nsbench"  # nsbench/__init__.py: the plugin API's names
 LAYERS = (
     {"nsbench.text", "nsbench.synth", "nsbench.record_terms", "nsbench.builtin"},
     {"nsbench.plugins"},
-    {"nsbench.config", "nsbench.store", "nsbench.external", "nsbench.model_files", "nsbench.ratings", "nsbench.listing"},
-    {"nsbench.audio"},
+    {"nsbench.store", "nsbench.external", "nsbench.model_files", "nsbench.ratings", "nsbench.listing"},
+    {"nsbench.audio", "nsbench.config"},
     {"nsbench.run", "nsbench.report", "nsbench.recognition"},
     {"nsbench.session", "nsbench.adapters", "nsbench.rank_command", "nsbench.testing"},
     {"nsbench.flags"},

@@ -8,11 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from nsbench.cli import main
 from nsbench.plugins.hookspecs import hookimpl
 from nsbench.plugins.specs import EngineSpec
 
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 
 LAG = 160  # 10 ms at 16 kHz: one frame of a typical engine
 # The demo's first 26 clips: the 24 noisy cells (4 noise categories x 6 SNRs), one music-only, one clean-voice clip.
@@ -100,12 +99,12 @@ class FaultyEngines:
 
 
 def run(tmp_path, monkeypatch, *engines: str, extra: tuple[str, ...] = ()) -> dict[str, dict]:
-    add_plugin_to_the_cli(monkeypatch, FaultyEngines())
+    run_cli = cli_with(FaultyEngines())
     argv = [flag for name in engines for flag in ("--engine", name)]
     # One job: NanOnce counts its calls, which a worker pool would split.
     argv += ["--limit", str(CLIPS), "--jobs", "1", "--results-folder", str(tmp_path), "--quiet", *CHEAP_METRICS, *extra]
     # Every result is written; a run with nan-once, which fails a clip, then exits 4.
-    assert main(argv) == (4 if "nan-once" in engines else 0)
+    assert run_cli(argv) == (4 if "nan-once" in engines else 0)
     folder = tmp_path / "demo"
     return {path.stem: json.loads(path.read_text()) for path in folder.glob("*.json")}
 
@@ -277,11 +276,11 @@ def test_voice_deleted_allows_for_the_residual_lag():
     assert "voice_deleted" not in checks.output_flags(late, clip, LAG)
 
 
-def test_voice_deleted_is_in_every_report(tmp_path, monkeypatch, capsys):
+def test_voice_deleted_is_in_every_report(tmp_path, capsys):
     """The terminal's flags line, report.md and report.html name it, as the other flags."""
-    add_plugin_to_the_cli(monkeypatch, FaultyEngines())
+    run_cli = cli_with(FaultyEngines())
     argv = ["--engine", "voice-deleted", "--limit", "3", "--jobs", "1", "--results-folder", str(tmp_path), "--no-plots", *CHEAP_METRICS]
-    assert main(argv) == 0
+    assert run_cli(argv) == 0
     out = capsys.readouterr().out
     flags = out.split("flags: ")[1].split("\nreport:")[0]
     assert "passthrough" not in flags and "voice-deleted voice_deleted x3" in " ".join(flags.split())

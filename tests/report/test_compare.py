@@ -5,23 +5,22 @@ import json
 
 import pytest
 
-from nsbench.cli import main
 from nsbench.report.compare import EXIT_REGRESSION, engine_rows, parse_tolerances, tallied
 from nsbench.plugins.errors import UserError
 
-from tests.helpers.plugins import ResidualEngine, add_plugin_to_the_cli
+from tests.helpers.plugins import ResidualEngine, cli_with
 from tests.helpers.audio import make_folder_dataset
 
 METRICS = ["--metric", "si_sdri", "--metric", "stoi", "--metric", "music_attenuation_db", "--metric", "rtf_cpu"]
 
 
 @pytest.fixture
-def cli(tmp_path, monkeypatch):
-    add_plugin_to_the_cli(monkeypatch, ResidualEngine())
+def cli(tmp_path):
+    run_cli = cli_with(ResidualEngine())
     data = make_folder_dataset(tmp_path / "set")
 
     def run(results: str, *extra: str) -> int:
-        return main(["--dataset", "folder", "--data-folder", str(data), "--engine", "residual", "--quiet", "--no-html",
+        return run_cli(["--dataset", "folder", "--data-folder", str(data), "--engine", "residual", "--quiet", "--no-html",
                      "--no-plots", "--jobs", "1", "--results-folder", str(tmp_path / results), *METRICS, *extra])
 
     return run

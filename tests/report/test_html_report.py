@@ -16,7 +16,6 @@ import pytest
 import soundfile
 
 from nsbench.cli import main
-from nsbench.report import layout
 from nsbench.report.format import fmt
 
 from tests.helpers.audio import make_folder_dataset
@@ -113,14 +112,14 @@ def test_the_page_loads_without_console_errors(page):
     assert errors == []
 
 
-def test_the_tables_show_the_numbers_in_the_json(page, report_folder):
+def test_the_tables_show_the_numbers_in_the_json(page, report_folder, view):
     stored = results(report_folder)
     cells = table(page, "cells")
     checked = 0
     for row in cells:
         cell = next(c for c in stored[row["engine"]]["cells"] if c["cell"]["set"] == row["set"])
         assert row["n"] == str(cell["clips"])
-        for name, title, decimals in layout.table_columns():
+        for name, title, decimals in view.table_columns():
             if title in row:
                 assert row[title] == fmt(cell["metrics"][name]["mean"], decimals), (row["engine"], title)
                 checked += row[title] != "–"

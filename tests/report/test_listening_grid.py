@@ -31,7 +31,7 @@ def grid_inputs(values: dict[str, dict[str, float]], flags: dict[tuple[str, str]
     return results, records
 
 
-def test_the_grid_holds_each_engines_worst_its_worst_cell_flags_and_typical_clips():
+def test_the_grid_holds_each_engines_worst_its_worst_cell_flags_and_typical_clips(view):
     base = {**{f"w{i}": float(i) for i in range(6)}, "b0": -1.0, "b1": -0.5, "b2": 0.0, "b3": 0.2}
     clips = list(base)
     values = {
@@ -40,7 +40,7 @@ def test_the_grid_holds_each_engines_worst_its_worst_cell_flags_and_typical_clip
         "beta": {**base, "w5": -4.0},  # worst: w5
     }
     results, records = grid_inputs(values, flags={("beta", "b3"): ("silent",)})
-    chosen = listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=True)
+    chosen = listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=True, view=view)
     assert chosen["w3"] == ["worst of alpha"]
     assert chosen["w5"] == ["worst of beta"]
     assert chosen["b0"] == ["worst in alpha's worst cell (noise=babble)", "worst in beta's worst cell (noise=babble)"]
@@ -52,19 +52,19 @@ def test_the_grid_holds_each_engines_worst_its_worst_cell_flags_and_typical_clip
     assert not any("passthrough" in why for reasons in chosen.values() for why in reasons)
 
 
-def test_the_grid_is_bounded_and_has_at_least_four_rows_where_the_set_has_them():
+def test_the_grid_is_bounded_and_has_at_least_four_rows_where_the_set_has_them(view):
     many = {f"c{i:02d}": float(i) for i in range(40)}
     engines = {f"e{k}": {clip: value + (-50 if clip == f"c{k + 10:02d}" else 0) for clip, value in many.items()} for k in range(12)}
     results, records = grid_inputs(engines)
-    chosen = listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=True, limit=10)
+    chosen = listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=True, limit=10, view=view)
     assert len(chosen) == 10 and sum(why == ["typical (near the median over engines)"] for why in chosen.values()) == 2
     few = {"e": {"c0": 1.0, "c1": 2.0, "c2": 3.0, "c3": 4.0, "c4": 5.0, "c5": 6.0}}
     results, records = grid_inputs(few)
-    assert len(listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=True)) >= listening_grid.MIN_ROWS
+    assert len(listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=True, view=view)) >= listening_grid.MIN_ROWS
 
 
-def test_lower_is_better_headlines_pick_the_highest_as_worst():
+def test_lower_is_better_headlines_pick_the_highest_as_worst(view):
     values = {"e": {"w0": 1.0, "w1": 9.0, "w2": 5.0, "w3": 4.0, "w4": 3.0}}
     results, records = grid_inputs(values)
-    chosen = listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=False)
+    chosen = listening_grid.choose_clips(results, records, "si_sdri", higher_is_better=False, view=view)
     assert chosen["w1"][0] == "worst of e"

@@ -30,8 +30,8 @@ def row_means(base: float) -> dict[str, float]:
     return {name: base + index + 0.004 for index, name in enumerate(ROW)}
 
 
-def test_one_row_per_engine_the_input_first_at_two_decimals():
-    [table] = paper_table.paper_tables([result("my_engine", row_means(2.0)), result("passthrough", row_means(1.0))])
+def test_one_row_per_engine_the_input_first_at_two_decimals(view):
+    [table] = paper_table.paper_tables([result("my_engine", row_means(2.0)), result("passthrough", row_means(1.0))], view)
     assert table.name == "vbd-row" and table.columns == ("PESQ", "CSIG", "CBAK", "COVL", "SSNR", "STOI")
     assert table.rows == (
         ("Noisy (input)", ("1.00", "2.00", "3.00", "4.00", "5.00", "6.00")),
@@ -39,9 +39,9 @@ def test_one_row_per_engine_the_input_first_at_two_decimals():
     )
 
 
-def test_the_footnote_names_the_source_the_flavour_and_the_clips_a_mean_leaves_out():
+def test_the_footnote_names_the_source_the_flavour_and_the_clips_a_mean_leaves_out(view):
     counts = {"csig": 3, "covl": 3}
-    [table] = paper_table.paper_tables([result("passthrough", row_means(1.0)), result("e", row_means(2.0), counts)])
+    [table] = paper_table.paper_tables([result("passthrough", row_means(1.0)), result("e", row_means(2.0), counts)], view)
     assert table.options == (("csig, cbak, covl, ssnr: composite_flavour vbd", "int16-scaled samples"),)
     assert "SEGAN (Pascual et al. 2017" in table.notes[0]
     assert table.undefined == ("e: csig over 3, covl over 3 of 4 clips (undefined on the rest; reasons per clip).",)
@@ -50,25 +50,25 @@ def test_the_footnote_names_the_source_the_flavour_and_the_clips_a_mean_leaves_o
     assert "csig, cbak, covl, ssnr: composite_flavour vbd (int16-scaled samples)." in text
 
 
-def test_runs_with_both_flavours_in_one_folder_name_both():
+def test_runs_with_both_flavours_in_one_folder_name_both(view):
     floated = {"composite_flavour": "float", "about": "samples in [-1, 1]"}
-    [table] = paper_table.paper_tables([result("a", row_means(1.0)), result("b", row_means(1.0), flavour=floated)])
+    [table] = paper_table.paper_tables([result("a", row_means(1.0)), result("b", row_means(1.0), flavour=floated)], view)
     assert [short for short, _ in table.options] == ["csig, cbak, covl, ssnr: composite_flavour float",
                                                      "csig, cbak, covl, ssnr: composite_flavour vbd"]
 
 
-def test_no_table_unless_every_metric_of_the_set_ran():
+def test_no_table_unless_every_metric_of_the_set_ran(view):
     partial = {name: 1.0 for name in ROW if name != "stoi"}
-    assert paper_table.paper_tables([result("e", partial)]) == []
-    assert paper_table.paper_tables([]) == []
+    assert paper_table.paper_tables([result("e", partial)], view) == []
+    assert paper_table.paper_tables([], view) == []
     undefined_everywhere = result("e", row_means(1.0), {"csig": 0})
-    [table] = paper_table.paper_tables([undefined_everywhere])
+    [table] = paper_table.paper_tables([undefined_everywhere], view)
     assert table.rows[0][1][1] == "–"
 
 
-def test_latex_is_a_tabular_with_escaped_names_and_the_flavour_in_its_last_row():
+def test_latex_is_a_tabular_with_escaped_names_and_the_flavour_in_its_last_row(view):
     results = [result("passthrough", row_means(1.0)), result("command:my_tool --gain 50% {x}", row_means(2.0))]
-    text = paper_table.latex(paper_table.paper_tables(results), "voicebank")
+    text = paper_table.latex(paper_table.paper_tables(results, view), "voicebank")
     lines = text.splitlines()
     assert lines[0] == "% nsbench paper table 'vbd-row' on voicebank, written by nsbench."
     body = lines[lines.index(r"\begin{tabular}{lcccccc}"):]
@@ -80,9 +80,9 @@ def test_latex_is_a_tabular_with_escaped_names_and_the_flavour_in_its_last_row()
     assert all(line.startswith("%") for line in lines[: lines.index(r"\begin{tabular}{lcccccc}")])
 
 
-def test_a_nan_mean_is_a_dash_in_both_renderings():
+def test_a_nan_mean_is_a_dash_in_both_renderings(view):
     means = row_means(1.0) | {"ssnr": math.nan}
-    [table] = paper_table.paper_tables([result("e", means)])
+    [table] = paper_table.paper_tables([result("e", means)], view)
     assert table.rows[0][1][4] == "–"
     assert " & -- & " in paper_table.latex([table], "demo")
 

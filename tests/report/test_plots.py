@@ -59,12 +59,12 @@ def test_a_single_clip_has_no_bar_and_the_title_says_so():
     assert "single clip" not in gain_figure([ENGINE], "si_sdri").axes[0].get_title()
 
 
-def test_rtf_bars_and_the_files_written(tmp_path):
+def test_rtf_bars_and_the_files_written(tmp_path, view):
     fig = rtf_figure([BASELINE, ENGINE])
     widths = sorted(round(patch.get_width(), 6) for patch in fig.axes[0].patches)
     assert widths == [0.001, 0.002, 0.1, 0.2]
-    names = write_plots(tmp_path, [BASELINE, ENGINE], ["noise", "snr_db"])
+    names = write_plots(tmp_path, [BASELINE, ENGINE], ["noise", "snr_db"], view)
     assert names == ["snr_si_sdri.png", "gain_per_cell.png", "rtf.png"]
     assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in names)
     # No snr_db cell key: no SNR plot.
-    assert write_plots(tmp_path, [ENGINE], ["noise"]) == ["gain_per_cell.png", "rtf.png"]
+    assert write_plots(tmp_path, [ENGINE], ["noise"], view) == ["gain_per_cell.png", "rtf.png"]

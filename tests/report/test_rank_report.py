@@ -51,7 +51,7 @@ def result(engine, oracle=False):
     return {"engine": engine, "engine_info": {"oracle": oracle}}
 
 
-def test_a_run_ranks_engines_and_the_input_never_the_oracle():
+def test_a_run_ranks_engines_and_the_input_never_the_oracle(view):
     rng = np.random.default_rng(0)
     pools = Pools()
     noise = rng.normal(0, 0.1, (60, 2))
@@ -63,7 +63,7 @@ def test_a_run_ranks_engines_and_the_input_never_the_oracle():
     }
     results = [result("passthrough"), result("strong"), result("weak"), result("oracle", oracle=True)]
     metrics = [spec("good", True, "a"), spec("bad", False, "b")]
-    ranking = run_ranking(results, records, metrics, "good", resamples=200)
+    ranking = run_ranking(results, records, metrics, "good", resamples=200, view=view)
     rows = {row["system"]: row for row in ranking["systems"]}
     assert [row["system"] for row in ranking["systems"]] == ["strong", "weak", "passthrough"]
     assert rows["strong"]["overall_interval"] == [1, 1] and rows["strong"]["p_best"] == 1.0
@@ -71,14 +71,14 @@ def test_a_run_ranks_engines_and_the_input_never_the_oracle():
     assert ranking["settings"]["categories"] == {"a": ["good"], "b": ["bad"]}
     assert sum(row["p_best"] for row in ranking["systems"]) == 1.0
     # The user's categories replace the metrics' own: ranked on "bad" alone.
-    alone = run_ranking(results, records, metrics, "good", {"bad": "mine"}, resamples=50)
+    alone = run_ranking(results, records, metrics, "good", {"bad": "mine"}, resamples=50, view=view)
     assert alone["settings"]["categories"] == {"mine": ["bad"]}
 
 
-def test_one_system_is_not_a_ranking():
+def test_one_system_is_not_a_ranking(view):
     pools = Pools()
     records = {"passthrough": table(pools, "passthrough", [(0.0, 1.0)] * 5)}
-    assert run_ranking([result("passthrough")], records, [spec("good", True, "a")], "good") is None
+    assert run_ranking([result("passthrough")], records, [spec("good", True, "a")], "good", view=view) is None
 
 
 def test_compare_names_an_engine_whose_rank_changed_and_whether_its_interval_holds_the_old_one(tmp_path):

@@ -1,4 +1,4 @@
-"""The URGENT ranking rule (nsbench.report.ranking) on hand-made tables whose
+"""The URGENT ranking rule (nsbench.ranking) on hand-made tables whose
 ranks are worked out by hand in each test, and the bootstrap of the ranks
 (nsbench.report.rank_bootstrap) on seeded per-clip scores."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from nsbench import UserError, rank_table
 from nsbench.report.rank_bootstrap import bootstrap_ranks
-from nsbench.report.ranking import ranks
+from nsbench.ranking import ranks
 
 
 def by_system(result):

@@ -39,27 +39,27 @@ def unwrapped(text: str) -> str:
     return text.replace("\n  ", " ")
 
 
-def test_a_lower_is_better_headline_says_so_and_what_the_signs_mean():
-    text = unwrapped(summary_text("demo", wer_run(), [Path("r/report.md")]))
+def test_a_lower_is_better_headline_says_so_and_what_the_signs_mean(view):
+    text = unwrapped(summary_text("demo", wer_run(), [Path("r/report.md")], view=view))
     assert text.splitlines()[0].startswith("nsbench demo: 12 clips; wer (%, lower is better) ranks the engines")
     assert "speex (mean -0.01, HL -0.01 [-0.03, -0.01])" in text
     assert "in brackets: the mean wer difference, engine minus passthrough, and its Hodges-Lehmann estimate; lower is better, so a negative one is an improvement" in text
 
 
-def test_a_higher_is_better_headline_needs_no_key_to_its_signs():
+def test_a_higher_is_better_headline_needs_no_key_to_its_signs(view):
     run = wer_run()
     for result in run:
         result["metric_definitions"] = {"wer": {"unit": "%", "higher_is_better": True}}
-    assert "in brackets" not in summary_text("demo", run, [Path("r/report.md")])
+    assert "in brackets" not in summary_text("demo", run, [Path("r/report.md")], view=view)
 
 
-def test_columns_nobody_computed_are_left_out_and_timings_never_read_zero():
-    lines = summary_text("demo", wer_run(), [Path("r/report.md")]).splitlines()
+def test_columns_nobody_computed_are_left_out_and_timings_never_read_zero(view):
+    lines = summary_text("demo", wer_run(), [Path("r/report.md")], view=view).splitlines()
     assert lines[1].split() == ["engine", "wer", "[95%", "CI]", "RTF", "flagged", "worst", "cell", "(wer", "there)"]
     rows = {line.split()[0]: line for line in lines[2:4]}
     assert "<0.001" in rows["passthrough"] and "0.000" not in rows["passthrough"] and "0.012" in rows["speex"]
     assert "–  –" not in "\n".join(lines[2:4])  # no column of dashes
-    header, table = summary_rows(wer_run())
+    header, table = summary_rows(wer_run(), view)
     assert "STOI" not in header and table[0][header.index("RTF (CPU)")] == "<0.001"
 
 

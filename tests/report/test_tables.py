@@ -27,16 +27,16 @@ def result(engine, definitions=DEFINITIONS, **extra):
     }
 
 
-def test_the_bad_tail_is_named_by_its_percentile():
-    header, rows = summary_rows([result("e")])
+def test_the_bad_tail_is_named_by_its_percentile(view):
+    header, rows = summary_rows([result("e")], view)
     assert header[5] == "p5 (bad tail)" and rows[0][5] == "1.00" and rows[0][4] == "[2.00, 4.00]"
     lower = {"si_sdri": {"unit": "dB", "higher_is_better": False}}
-    header, rows = summary_rows([result("e", lower)])
+    header, rows = summary_rows([result("e", lower)], view)
     assert header[5] == "p95 (bad tail)" and rows[0][5] == "5.00"
 
 
-def test_each_cell_shows_the_headline_interval_and_a_single_clip_none():
-    header, rows = cell_rows([result("e")], ["snr_db"])
+def test_each_cell_shows_the_headline_interval_and_a_single_clip_none(view):
+    header, rows = cell_rows([result("e")], ["snr_db"], view)
     assert header[-1] == "si_sdri 95% CI"
     assert [row[-1] for row in rows] == ["[0.50, 1.50]", "–"]
 

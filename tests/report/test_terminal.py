@@ -25,7 +25,7 @@ def stored_results(folder: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_stdout_is_the_summary_and_nothing_more_and_draws_nothing_without_html(tmp_path):
+def test_stdout_is_the_summary_and_nothing_more_and_draws_nothing_without_html(tmp_path, view):
     """A real run in its own process, as a user starts it, on a --limit subset:
     stdout holds exactly the summary (one row per engine, the verdicts, the
     flags, the report's path), and with --no-html librosa is never imported."""
@@ -40,7 +40,7 @@ def test_stdout_is_the_summary_and_nothing_more_and_draws_nothing_without_html(t
     stored = stored_results(folder)
     lines = run.stdout.splitlines()
     ranking = json.loads((folder / "ranking.json").read_text())
-    assert run.stdout == summary_text("folder", stored, [folder / "report.md"], ranking=ranking) + "\n"
+    assert run.stdout == summary_text("folder", stored, [folder / "report.md"], ranking=ranking, view=view) + "\n"
     # title (wrapped), table header, 2 ranked engines, what p(best) is, the verdicts (3 clips: not distinguishable;
     # wrapped), the flags, the report's path
     assert [line.split(" ")[0] for line in lines] == [
@@ -73,7 +73,7 @@ def test_verbose_prints_the_report_before_the_summary(tmp_path, capsys):
     assert "si_sdri (dB, higher is better): mean [95% CI] over clips" in " ".join(summary.splitlines()[1:3])  # wrapped
 
 
-def test_the_summary_marks_oracles_and_names_flags_and_worse_engines():
+def test_the_summary_marks_oracles_and_names_flags_and_worse_engines(view):
     def result(engine, mean, verdict, oracle=False, flags=None):
         return {
             "engine": engine, "clips": 10, "failures": 0, "stoi": 0.9, "rtf": 0.01,
@@ -92,7 +92,7 @@ def test_the_summary_marks_oracles_and_names_flags_and_worse_engines():
                                           "clipped": {"clips": ["b"], "description": "clipped"}}),
         result("oracle-x", 12.0, "better", oracle=True),
     ]
-    lines = summary_text("demo", results, [Path("r/report.md"), Path("r/report.html")]).splitlines()
+    lines = summary_text("demo", results, [Path("r/report.md"), Path("r/report.html")], view=view).splitlines()
     rows = {line.split()[0]: line for line in lines[2:6]}
     assert rows["oracle-x"].startswith("oracle-x [oracle]") and "[oracle]" not in rows["good"]
     assert "2 clips" in rows["bad"] and "babble (-3.50)" in rows["bad"]

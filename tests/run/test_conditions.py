@@ -18,7 +18,7 @@ from nsbench.plugins.records import Clip, ClipSource
 from nsbench.plugins.errors import UserError
 
 from tests.helpers.audio import make_folder_dataset
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 from tests.helpers.conditions import ABSENT, RATE
 
 
@@ -80,7 +80,7 @@ def separation_clip() -> Clip:
 
 def test_a_reference_condition_reaches_the_sources_and_comes_back_from_the_cache(registry, tmp_path):
     lowpass = resolve(["lowpass-4k"], registry.conditions)[1]
-    [source] = conditioned_sources([ClipSource("mix", separation_clip)], [lowpass], (str(tmp_path), True))
+    [source] = conditioned_sources([ClipSource("mix", separation_clip)], [lowpass], (str(tmp_path), True, None))
     computed, cached = source.load(), source.load()
     expected = np.stack([processing.lowpass(row, RATE, 4000.0, 8) for row in separation_clip().sources])
     np.testing.assert_array_equal(computed.sources, expected)
@@ -111,8 +111,9 @@ class ConditionsPlugin:
 
 
 @pytest.fixture
-def with_test_conditions(monkeypatch):
-    add_plugin_to_the_cli(monkeypatch, ConditionsPlugin())
+def with_test_conditions():
+    """The CLI with the test's conditions registered (nsbench.cli.main's ``plugins``)."""
+    return cli_with(ConditionsPlugin())
 
 
 def read_run(folder):
@@ -127,7 +128,7 @@ def test_a_run_with_conditions(tmp_path, with_test_conditions, capsys):
     base = ["--dataset", "folder", "--data-folder", str(data), "--engine", "webrtc", "--jobs", "1", "--quiet",
             "--no-html", "--no-plots", "--results-folder", str(tmp_path / "results")]
     conditions = ["opus-16k", "lowpass-4k", "limiter+amr-nb-12k", "picky"]
-    assert main([*base, *(f"--condition={name}" for name in conditions)]) == 4  # every result written; the picky condition fails its short clip
+    assert with_test_conditions([*base, *(f"--condition={name}" for name in conditions)]) == 4  # every result written; the picky condition fails its short clip
     results, clips, report = read_run(tmp_path / "results" / "folder")
     names = ["none", *conditions]
 
@@ -160,7 +161,7 @@ def test_a_run_with_conditions(tmp_path, with_test_conditions, capsys):
     assert "| set | condition | engine |" in report  # the per-cell table has condition cells
 
     # Cached outputs are keyed on the condition: another condition is computed, the rest comes from the cache.
-    assert main([*base, "--condition", "opus-16k", "--condition", "opus-32k"]) == 0
+    assert with_test_conditions([*base, "--condition", "opus-16k", "--condition", "opus-32k"]) == 0
     _, again, _ = read_run(tmp_path / "results" / "folder")
     from_cache = {record["clip_id"]: record["from_cache"] for record in again["webrtc"]}
     assert from_cache == {"utt0": True, "utt1": True, "utt0@opus-16k": True, "utt1@opus-16k": True,
@@ -170,7 +171,7 @@ def test_a_run_with_conditions(tmp_path, with_test_conditions, capsys):
 
     # A codec the FFmpeg build lacks: one line naming it and the install, before any engine runs.
     capsys.readouterr()
-    assert main([*base, "--results-folder", str(tmp_path / "other"), "--condition", "fake-codec"]) == 2
+    assert with_test_conditions([*base, "--results-folder", str(tmp_path / "other"), "--condition", "fake-codec"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "libnosuchcodec" in err[0] and "pip install av==" in err[0]
     assert not (tmp_path / "other").exists()

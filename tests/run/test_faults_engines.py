@@ -39,7 +39,7 @@ from nsbench.run.runner import run_engine
 from nsbench.plugins.specs import EngineSpec
 
 from tests.helpers.audio import tone_and_noise, write_wav
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 from tests.helpers.engine_checks import run_builtin, stationary_sources
 from tests.helpers.programs import shell_program
 from tests.run.test_runner import engine_spec, metrics, sources
@@ -255,10 +255,10 @@ class CrashPlugin:
                             sample_rate=None, delay=0))
 
 
-def test_a_worker_killed_by_a_segfault_fails_its_clip_and_fresh_workers_go_on(tmp_path, monkeypatch):
+def test_a_worker_killed_by_a_segfault_fails_its_clip_and_fresh_workers_go_on(tmp_path):
     """In-process engines cannot be protected from their own crash with --jobs 1
     (the run ends, keeping what is done); with workers they can."""
-    add_plugin_to_the_cli(monkeypatch, CrashPlugin())
+    run_cli = cli_with(CrashPlugin())
     data = tmp_path / "data"
     for index in range(6):
         clean, noise = tone_and_noise(index, seconds=0.6 if index == 2 else 0.5)
@@ -267,7 +267,7 @@ def test_a_worker_killed_by_a_segfault_fails_its_clip_and_fresh_workers_go_on(tm
     argv = ["--dataset", "folder", "--data-folder", str(data), "--engine", "crashy", "--metric", "si_sdr", "--jobs", "2",
             "--results-folder", str(tmp_path / "results"), "--quiet", "--no-plots", "--no-html"]
     with contextlib.redirect_stderr(io.StringIO()):
-        assert main(argv) == 4  # every result written; the crashing clip failed
+        assert run_cli(argv) == 4  # every result written; the crashing clip failed
     folder = tmp_path / "results" / "folder"
     result = json.loads((folder / "crashy.json").read_text())
     reason = ("the worker process running this clip died (signal 11, SIGSEGV): a crash in the engine's native code, "

@@ -12,7 +12,7 @@ import pytest
 import soxr
 
 from tests.helpers.audio import make_folder_dataset, tone_and_noise
-from tests.helpers.plugins import add_plugin_to_the_cli
+from tests.helpers.plugins import cli_with
 from tests.helpers.engine_checks import MAX_LAG, stationary_sources
 from nsbench.store import cache
 from nsbench.store.keys import Identity, checks_identity, engine_identity, metric_identity
@@ -314,10 +314,10 @@ class WholeOnlyPlugin:
         register(EngineSpec(name="whole-only", factory=lambda options: WholeOnly(), description="test", sample_rate=16000, delay=0))
 
 
-def test_only_unstreamable_engines_say_so_in_one_line(tmp_path, monkeypatch, capsys):
-    add_plugin_to_the_cli(monkeypatch, WholeOnlyPlugin())
+def test_only_unstreamable_engines_say_so_in_one_line(tmp_path, capsys):
+    run_cli = cli_with(WholeOnlyPlugin())
     data = make_folder_dataset(tmp_path / "data", count=2)
-    code = main(["--dataset", "folder", "--data-folder", str(data), "--engine", "whole-only", "--block-size", "128",
+    code = run_cli(["--dataset", "folder", "--data-folder", str(data), "--engine", "whole-only", "--block-size", "128",
                  "--metric", "si_sdr", "--results-folder", str(tmp_path / "results"), "--jobs", "1",
                  "--no-html", "--no-plots", "--quiet"])
     assert code == 0

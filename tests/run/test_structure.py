@@ -93,22 +93,12 @@ class TwoPlugins:
 
 
 def test_an_engine_receives_only_its_plugins_flags_and_the_seed(tmp_path, monkeypatch):
-    import nsbench.flags
-    from nsbench.plugins import manager as plugins
-
-    def with_both(local, **kwargs):
-        manager = plugins.get_plugin_manager(local, **kwargs)
-        manager.register(TwoPlugins.First())
-        manager.register(TwoPlugins.Second())
-        return manager
-
-    monkeypatch.setattr(nsbench.flags, "get_plugin_manager", with_both)
     written = Counter()
     real_write = results.write_json
     monkeypatch.setattr(results, "write_json", lambda path, payload: (written.update([Path(path).name]), real_write(path, payload)))
     argv = ["--engine", "first", "--engine", "second", "--first-level", "3", "--seeds", "4", "--limit", "2", "--jobs", "1",
             "--no-cache", "--quiet", "--no-plots", "--no-html", "--results-folder", str(tmp_path)]
-    assert main(argv) == 0
+    assert main(argv, plugins=[TwoPlugins.First(), TwoPlugins.Second()]) == 0
     assert TwoPlugins.received["first"] == {"first_level": 3.0, "seed": None}
     assert TwoPlugins.received["second"] == {"second_level": 2.0, "seed": 4}
     # One writer, each result file once (it was twice: after each engine, then with the comparisons); and the ranking once.

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from nsbench.cli import main
+from nsbench.plugins.errors import UserError
+from nsbench.config import cache_max_size
 from nsbench.store import cache, codec, eviction
 
 from tests.helpers.audio import make_folder_dataset
@@ -177,7 +179,7 @@ def test_sizes_parse_and_a_bad_one_is_refused():
 
 
 def test_a_run_with_a_cap_says_when_it_evicted_and_stays_under_it(tmp_path, monkeypatch, capsys, private_run_cache):
-    monkeypatch.setenv(eviction.MAX_SIZE_VARIABLE, "")  # restored after: the flag sets it for the process
+    monkeypatch.delenv(eviction.MAX_SIZE_VARIABLE, raising=False)  # the flag alone sets the cap
     data = make_folder_dataset(tmp_path / "data", 6, seconds=1.0)
     assert main(["--engine", "passthrough", "--metric", "si_sdr", "--dataset", "folder", "--data-folder", str(data),
                  "--results-folder", str(tmp_path / "results"), "--jobs", "1", "--quiet", "--no-plots", "--no-html",
@@ -185,8 +187,21 @@ def test_a_run_with_a_cap_says_when_it_evicted_and_stays_under_it(tmp_path, monk
     evicted = [line for line in capsys.readouterr().err.splitlines() if "least recently used" in line]
     assert evicted and all(line.startswith("nsbench: the cache ") for line in evicted)
     assert eviction.tree_usage(private_run_cache)[1] <= 100_000 * 1.05  # the markers besides (empty files)
-    assert main(["--list", "cache"]) == 0
+    assert main(["--list", "cache"]) == 0  # the cap was the run's, not the process's
+    assert "no cap on its size" in capsys.readouterr().out
+    assert main(["--list", "cache", "--cache-max-size", "100KB"]) == 0
     assert "capped at 100KB" in capsys.readouterr().out
+
+
+def test_the_cap_comes_from_the_variable_when_no_flag_gives_one(monkeypatch, capsys):
+    """$NSBENCH_CACHE_MAX_SIZE is the user's setting, read into the run's configuration; a bad one is one line."""
+    monkeypatch.setenv(eviction.MAX_SIZE_VARIABLE, "3MB")
+    assert main(["--list", "cache"]) == 0
+    assert "capped at 3MB" in capsys.readouterr().out
+    assert cache_max_size(None) == 3 * 10**6 and cache_max_size("1KB") == 1000  # the flag first
+    monkeypatch.setenv(eviction.MAX_SIZE_VARIABLE, "lots")
+    with pytest.raises(UserError, match=r"\$NSBENCH_CACHE_MAX_SIZE: not a size: 'lots'"):
+        cache_max_size(None)
 
 
 def test_clear_empties_at_once_and_reports_what_it_held(tmp_path):
