@@ -23,27 +23,19 @@ from nsbench.report import writer
 from nsbench.session import engine_turn
 from tests.packaging.test_architecture import REPO_ROOT, circles, import_graph, module_files
 
-ROOT = "nsbench"  # nsbench/__init__.py: the plugin API's names
+ROOT = "nsbench"  # nsbench/__init__.py: the plugin API's names (nothing inside nsbench imports it)
 # Bottom up. A package imports only packages of layers below its own.
 LAYERS = (
-    {"nsbench.text", "nsbench.synth", "nsbench.record_terms", "nsbench.builtin"},
+    {"nsbench.text", "nsbench.synth", "nsbench.record_terms", "nsbench.builtin", "nsbench.version"},
     {"nsbench.plugins"},
-    {"nsbench.store", "nsbench.external", "nsbench.model_files", "nsbench.ratings", "nsbench.listing"},
+    {"nsbench.ranking", "nsbench.store", "nsbench.external", "nsbench.model_files", "nsbench.ratings", "nsbench.listing"},
     {"nsbench.audio", "nsbench.config"},
     {"nsbench.run", "nsbench.report", "nsbench.recognition"},
-    {"nsbench.session", "nsbench.adapters", "nsbench.rank_command", "nsbench.testing"},
+    {"nsbench.session", ROOT, "nsbench.adapters", "nsbench.rank_command", "nsbench.testing"},
     {"nsbench.flags"},
     {"nsbench.listen"},
     {"nsbench.cli"},
 )
-# Imports that go up today, each for issue 38's item 5 (another branch):
-# records hold ReferenceAudio (plugins -> store), and nsbench/__init__.py
-# (which imports plugins, report.ranking and store.reference) stops being
-# imported below it: report.provenance, run.dask_executor and plugins.manager
-# read its __version__, plugins.scaffold its PLUGIN_API. The layer check
-# leaves the root out until then. Once merged, the strict xfail below
-# passes, and fails as XPASS: then empty PENDING, place the root, drop the mark.
-PENDING = {("nsbench.plugins", "nsbench.store"): "plugins.records imports store.reference (ReferenceAudio)"}
 
 
 def package_of(module: str) -> str:
@@ -69,9 +61,9 @@ def layer_of(package: str) -> int:
 
 
 def upward(packages: dict[str, set[str]]) -> list[str]:
-    """Imports of a package in the same layer or above (the root left out: see PENDING)."""
-    return [f"{source} -> {target}" for source, targets in sorted(packages.items()) if source != ROOT
-            for target in sorted(targets - {ROOT}) if (source, target) not in PENDING and layer_of(target) >= layer_of(source)]
+    """Imports of a package in the same layer or above."""
+    return [f"{source} -> {target}" for source, targets in sorted(packages.items())
+            for target in sorted(targets) if layer_of(target) >= layer_of(source)]
 
 
 def test_the_package_graph_and_the_layer_check_see_a_circle(tmp_path):
@@ -84,15 +76,13 @@ def test_the_package_graph_and_the_layer_check_see_a_circle(tmp_path):
 
 def test_every_package_has_a_layer(packages):
     placed = set().union(*LAYERS)
-    assert set(packages) - {ROOT} <= placed, f"put these in LAYERS (and docs/architecture.md): {sorted(set(packages) - {ROOT} - placed)}"
+    assert set(packages) <= placed, f"put these in LAYERS (and docs/architecture.md): {sorted(set(packages) - placed)}"
     assert placed <= set(packages), f"gone from nsbench/: {sorted(placed - set(packages))}"
 
 
 def test_each_package_imports_only_lower_layers(packages):
     found = upward(packages)
     assert not found, "imports that go up a layer (or across one):\n" + "\n".join(found)
-    for edge, why in PENDING.items():
-        assert edge[1] in packages[edge[0]], f"{edge} is gone ({why}): drop it from PENDING"
 
 
 def test_run_and_report_do_not_import_each_other_and_only_the_session_uses_both(packages):
@@ -102,8 +92,6 @@ def test_run_and_report_do_not_import_each_other_and_only_the_session_uses_both(
     assert {"nsbench.run", "nsbench.report"} <= packages["nsbench.session"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38 item 5 (branch h1-state) breaks the circles through nsbench/__init__.py "
-                                       "and plugins <-> store; once merged, drop this mark and PENDING")
 def test_no_package_level_circle_in_nsbench_at_all(packages):
     found = circles(packages)
     assert not found, "package circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
