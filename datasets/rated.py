@@ -28,12 +28,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from nsbench import Clip, ClipSource, DatasetSpec, hookimpl
-from nsbench.adapters import DEFAULT_MAX_LAG_SECONDS, RATINGS_TABLE, RatedSet, estimate_lag, load_noisy, load_pair, read_rated_set
+from nsbench.adapters import (DEFAULT_MAX_LAG_SECONDS, UNALIGNED_NOTE, RatedSet, aligned_note, estimate_lag, load_noisy, load_pair,
+                              read_rated_set)
 
 CELL_KEYS = ("set", "condition")
 NO_CONDITION = "-"
-ALIGNED = "aligned to its reference: the rated file lags it by {lag} samples at {rate} Hz"  # nsbench.report.human_agreement reads it back
-UNALIGNED = "not aligned to its reference: no clear lag found"
 
 
 def load_rated(clip_id: str, file: str, reference: str, labels: Mapping[str, str]) -> Clip:
@@ -43,8 +42,8 @@ def load_rated(clip_id: str, file: str, reference: str, labels: Mapping[str, str
     clip = load_pair(clip_id, file, reference, labels)
     lag = estimate_lag(clip.noisy, clip.clean, int(DEFAULT_MAX_LAG_SECONDS * clip.sample_rate))
     if lag is None:
-        return replace_clean(clip, clip.clean, UNALIGNED)
-    return replace_clean(clip, shifted(clip.clean, lag), ALIGNED.format(lag=lag, rate=clip.sample_rate))
+        return replace_clean(clip, clip.clean, UNALIGNED_NOTE)
+    return replace_clean(clip, shifted(clip.clean, lag), aligned_note(lag, clip.sample_rate))
 
 
 def shifted(audio: np.ndarray, lag: int) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -33,6 +34,12 @@ EXTRAS = (VOTES, STD, CI95)
 # The scales nsbench knows, by dimension name; any other dimension takes any finite number.
 SCALES = {"mos": (1.0, 5.0), "sig": (1.0, 5.0), "bak": (1.0, 5.0), "ovrl": (1.0, 5.0), "mushra": (0.0, 100.0)}
 Z95 = 1.96  # the 95 % half-interval of a mean: 1.96 std / sqrt(votes) (the P.835 workbook's own)
+# What a rated clip notes of its reference's alignment: written by the rated
+# sets' adapters (datasets/rated.py), read back by the report
+# (nsbench.report.human_agreement), so one wording serves both.
+ALIGNED_NOTE = "aligned to its reference: the rated file lags it by {lag} samples at {rate} Hz"
+ALIGNED_PATTERN = re.compile(r"aligned to its reference: the rated file lags it by (-?\d+) samples at (\d+) Hz")
+UNALIGNED_NOTE = "not aligned to its reference: no clear lag found"
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,17 @@ class RatedSet:
                 groups.setdefault(item.condition, []).append(item)
         return {name: {dim: pooled([item.ratings[dim] for item in members]) for dim in self.dimensions}
                 for name, members in groups.items()}
+
+
+def aligned_note(lag: int, rate: int) -> str:
+    """The note of a reference moved by ``lag`` samples at ``rate`` Hz to meet its rated file."""
+    return ALIGNED_NOTE.format(lag=lag, rate=rate)
+
+
+def alignment_of(note: str) -> tuple[int, int] | None:
+    """(lag, rate) of an ``aligned_note``; None for any other note."""
+    match = ALIGNED_PATTERN.match(note)
+    return (int(match[1]), int(match[2])) if match else None
 
 
 def pooled(ratings: Sequence[Rating]) -> Rating:

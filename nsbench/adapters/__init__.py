@@ -112,6 +112,8 @@ EXPORTS: dict[str, tuple[str, str, str]] = {
     "Rating": ("nsbench.adapters.ratings", "Rating", "one dimension's rating: mean, votes, std, 95% half-interval (NaN where unknown)"),
     "read_rated_set": ("nsbench.adapters.ratings", "read_rated_set", "DIR/ratings.csv read and checked whole; UserError with one line per problem"),
     "RATINGS_TABLE": ("nsbench.adapters.ratings", "RATINGS_TABLE", "'ratings.csv': the rated layout's table"),
+    "aligned_note": ("nsbench.adapters.ratings", "aligned_note", "the note of a reference moved by a lag to meet its rated file (the report sums them up)"),
+    "UNALIGNED_NOTE": ("nsbench.adapters.ratings", "UNALIGNED_NOTE", "the note of a reference no clear lag was found for"),
     # Provenance and text.
     "package_versions": ("nsbench.adapters.text", "package_versions", "installed versions of distributions by name ('not installed' where absent)"),
     "plural": ("nsbench.adapters.text", "plural", "'1 clip', '2 clips': a count with its noun"),
@@ -152,5 +154,5 @@ if TYPE_CHECKING:  # what type checkers and editors see: the names, from their m
     from nsbench.adapters.speech import TRANSCRIPTS_FOLDER, built_recogniser, load_with_transcript, normalise_transcript, store_from_options, with_text, word_error_rate  # noqa: F401
     from nsbench.adapters.synth import NOISE_KINDS, SENTENCES, VOICES, mix_at_snr, speak, white  # noqa: F401
     from nsbench.adapters.conditions import NO_CONDITION  # noqa: F401
-    from nsbench.adapters.ratings import RATINGS_TABLE, RatedItem, RatedSet, Rating, read_rated_set  # noqa: F401
+    from nsbench.adapters.ratings import RATINGS_TABLE, UNALIGNED_NOTE, RatedItem, RatedSet, Rating, aligned_note, read_rated_set  # noqa: F401
     from nsbench.adapters.text import package_versions, plural  # noqa: F401

@@ -22,13 +22,12 @@ correlation. And where the references were aligned to the rated files
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nsbench.ratings import RatedItem, RatedSet, Rating
+from nsbench.ratings import UNALIGNED_NOTE, RatedItem, RatedSet, Rating, alignment_of
 from nsbench.report import p1401
 from nsbench.report.baselines import clip_values
 from nsbench.report.record_table import RecordTable
@@ -37,8 +36,6 @@ from nsbench.plugins.specs import MetricSpec
 FILE, CONDITION = "file", "condition"
 LEVELS = (FILE, CONDITION)
 FILE_NAME = "human-agreement.json"
-ALIGNED = re.compile(r"aligned to its reference: the rated file lags it by (-?\d+) samples at (\d+) Hz")
-UNALIGNED = "not aligned to its reference"
 
 
 def cell_name(rated: RatedSet) -> str:
@@ -130,10 +127,10 @@ def lags(table: RecordTable, rated: RatedSet) -> dict[str, Any]:
         if not table.clip_id(row).startswith(prefix):
             continue
         for note in table.value(table.column("notes")[row]):
-            match = ALIGNED.match(note)
-            if match:
-                counts[int(match[1]), int(match[2])] += 1
-            unaligned += note.startswith(UNALIGNED)
+            found = alignment_of(note)
+            if found:
+                counts[found] += 1
+            unaligned += note == UNALIGNED_NOTE
     return {"lags": [{"samples": lag, "rate": rate, "ms": 1000 * lag / rate, "files": files}
                      for (lag, rate), files in sorted(counts.items())], "unaligned": unaligned}
 
