@@ -53,8 +53,8 @@ CONDITION_COLUMNS = {"condition": "Condition Name", "votes": "n"}
 SOURCES = Path("source") / "NSD"
 
 
-def file_columns(dim: str) -> tuple[str, str, str]:
-    """The per-file sheet's MOS, std and interval columns of a dimension (``MOS_SIG``, ``std_sig``, ``95%CI_sig``)."""
+def rating_columns(dim: str) -> tuple[str, str, str]:
+    """Both sheets' MOS, std and interval columns of a dimension (``MOS_SIG``, ``std_sig``, ``95%CI_sig``)."""
     return f"MOS_{dim.upper()}", f"std_{dim}", f"95%CI_{dim}"
 
 
@@ -95,8 +95,8 @@ def number(row: Mapping[str, Any], column: str, where: str) -> float:
     return float(value)
 
 
-def rating(row: Mapping[str, Any], dim: str, votes: float, where: str, columns: tuple[str, str, str]) -> Rating:
-    mean, std, ci95 = (number(row, column, where) for column in columns)
+def rating(row: Mapping[str, Any], dim: str, votes: float, where: str) -> Rating:
+    mean, std, ci95 = (number(row, column, where) for column in rating_columns(dim))
     return Rating(mean, votes, std, ci95)
 
 
@@ -109,7 +109,7 @@ def file_items(book: Any, path: Path, cell: str, root: Path) -> list[RatedItem]:
         stem, talker = name.rpartition(".")[0], name.rpartition(".")[0].partition("_")[2]
         votes = number(row, FILE_COLUMNS["votes"], where)
         condition = f"c{int(number(row, FILE_COLUMNS['condition'], where))}"
-        scored = {dim: rating(row, dim, votes, where, file_columns(dim)) for dim in DIMENSIONS}
+        scored = {dim: rating(row, dim, votes, where) for dim in DIMENSIONS}
         items.append(RatedItem(f"{folder}/{name}", condition, reference_of(root, folder, talker), scored, name=stem))
     return items
 
@@ -127,7 +127,7 @@ def condition_ratings(book: Any, path: Path, cell: str) -> dict[str, dict[str, R
         where = f"{path}, sheet '{sheet}' row {number_}"
         votes = number(row, CONDITION_COLUMNS["votes"], where)
         found[str(row[CONDITION_COLUMNS["condition"]]).strip()] = {
-            dim: rating(row, dim, votes, where, (f"MOS_{dim.upper()}", f"std_{dim}", f"95%CI_{dim}")) for dim in DIMENSIONS}
+            dim: rating(row, dim, votes, where) for dim in DIMENSIONS}
     return found
 
 
