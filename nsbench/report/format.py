@@ -16,6 +16,11 @@ def fmt(value: float, decimals: int) -> str:
     return f"{value:.{decimals}f}"
 
 
+def number(value: Any, digits: int = 2) -> str:
+    """A statistic that may be missing (None, NaN, infinite): "n/a" then, as the agreement tables print it."""
+    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.{digits}f}"
+
+
 def fmt_timing(value: float | None) -> str:
     """A real-time factor: never 0.000 for an engine that ran (a passthrough
     takes microseconds), so below a thousandth it says so."""

@@ -11,24 +11,21 @@ from urllib.parse import quote
 
 import numpy as np
 
+from nsbench.report.format import number
 from nsbench.report.human_agreement import CONDITION, FILE, median_lag_text
 
 TITLE = "Agreement with the listeners (ITU-T P.1401)"
 FIGURE = "human-agreement-{cell}-{level}.png"
 
 
-def num(value: Any, digits: int = 2) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
-
-
 def with_interval(row: Mapping[str, Any], name: str) -> str:
     low, high = row["intervals"][name]
-    return num(row[name]) + ("" if math.isnan(low) else f" [{num(low)}, {num(high)}]")
+    return number(row[name]) + ("" if math.isnan(low) else f" [{number(low)}, {number(high)}]")
 
 
 def without_sources(row: Mapping[str, Any]) -> str:
     rest = row.get("without_sources")
-    return "–" if not rest else f"{num(rest['spearman'])} (n={rest['n']})"
+    return "–" if not rest else f"{number(rest['spearman'])} (n={rest['n']})"
 
 
 def ordered(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -41,8 +38,8 @@ def table(payload: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["cell", "metric", "dimension", "level", "n", "r", "r mapped", "rho [95% CI]", "tau [95% CI]",
             "RMSE", "RMSE*", "outliers", "rho without sources"]
     rows = [[row["cell"], row["metric"], row["dimension"], row["level"], str(row["n"]), with_interval(row, "pearson"),
-             num(row["pearson_mapped"]), with_interval(row, "spearman"), with_interval(row, "kendall"), num(row["rmse"]),
-             num(row["rmse_star"]), num(row["outlier_ratio"]), without_sources(row)] for row in ordered(payload["human"])]
+             number(row["pearson_mapped"]), with_interval(row, "spearman"), with_interval(row, "kendall"), number(row["rmse"]),
+             number(row["rmse_star"]), number(row["outlier_ratio"]), without_sources(row)] for row in ordered(payload["human"])]
     return head, rows
 
 
@@ -78,9 +75,9 @@ def terminal_lines(payload: Mapping[str, Any]) -> list[str]:
     file_rows = [r for r in payload["human"] if r["level"] == FILE]
     for row in ordered([r for r in file_rows if math.isfinite(r["spearman"])]):
         cond = by_condition.get((row["cell"], row["metric"], row["dimension"]))
-        rows.append([row["cell"], row["metric"], row["dimension"], str(row["n"]), num(row["pearson"]), num(row["pearson_mapped"]),
-                     with_interval(row, "spearman"), num(row["kendall"]), num(row["rmse_star"]), num(row["outlier_ratio"]),
-                     f"| {cond['n']}" if cond else "|", num(cond["spearman"]) if cond else "", num(cond["pearson_mapped"]) if cond else ""])
+        rows.append([row["cell"], row["metric"], row["dimension"], str(row["n"]), number(row["pearson"]), number(row["pearson_mapped"]),
+                     with_interval(row, "spearman"), number(row["kendall"]), number(row["rmse_star"]), number(row["outlier_ratio"]),
+                     f"| {cond['n']}" if cond else "|", number(cond["spearman"]) if cond else "", number(cond["pearson_mapped"]) if cond else ""])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["agreement with the listeners (ITU-T P.1401; r Pearson, rho Spearman, tau Kendall tau-b; "
              f"{Path(payload.get('file', 'human-agreement.json')).name} has every figure):"]
@@ -151,7 +148,7 @@ def grid_figure(rows: Sequence[Mapping[str, Any]]):
             low, high = row["mapping"]["x_range"]
             grid = np.linspace(low, high, 100)
             axes.plot(grid, np.polynomial.polynomial.polyval(grid, row["mapping"]["coefficients"]), color="C1")
-        axes.set_title(f"{row['metric']} / {row['dimension']}: rho {num(row['spearman'])}", fontsize="small")
+        axes.set_title(f"{row['metric']} / {row['dimension']}: rho {number(row['spearman'])}", fontsize="small")
         axes.tick_params(labelsize="x-small")
     fig.tight_layout()
     return fig

@@ -17,15 +17,11 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nsbench.report.format import markdown_table, md, plain
+from nsbench.report.format import markdown_table, md, number, plain
 
 START, END = "<!-- nsbench-listening-results -->", "<!-- /nsbench-listening-results -->"
 RESULTS_JSON, RESULTS_MD = "listening-results.json", "listening-results.md"
 TOP_METRICS = 10  # rows of the agreement table in the report; the JSON has every metric
-
-
-def number(value: Any, digits: int = 2) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.{digits}f}"
 
 
 def interval(stat: Mapping[str, Any], digits: int = 1) -> str:
