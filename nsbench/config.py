@@ -126,6 +126,8 @@ def blocks_from(args: Any) -> Blocks | None:
     if args.block_size is None and args.block_ms is None:
         return None
     return Blocks(args.block_size, args.block_ms)
+
+
 def cache_max_size(flag: str | None) -> int | None:
     """The cache's cap in bytes (nsbench.store.eviction.max_size_setting); a bad
     $NSBENCH_CACHE_MAX_SIZE is the user's input: one line naming it (the flag's type checked the flag)."""

@@ -318,11 +318,16 @@ class ResultsWriter:
             self.html(results, plots, regression, grid, current)
         return sections, code
 
+    @property
+    def first_baseline(self) -> str | None:
+        """The run's first baseline (the passthrough where it ran): the rated engine, the panel's input; None if none ran."""
+        return self.baselines[0] if self.baselines else None
+
     def panel_agreement(self, results: list[dict[str, Any]]) -> dict[str, Any]:
         """The no-reference metrics against the intrusive ones (nsbench.report.agreement), also
         written as agreement.json; {} (and no file) when the run computed no such pair."""
         oracles = [r["engine"] for r in results if r.get("engine_info", {}).get("oracle")]
-        found = agreement.panel_agreement(self.records, self.metrics, oracles, (self.baselines or [None])[0])
+        found = agreement.panel_agreement(self.records, self.metrics, oracles, self.first_baseline)
         (self.folder / "agreement.json").unlink(missing_ok=True)  # an earlier run's
         if found:
             write_json(self.folder / "agreement.json", found)
@@ -330,7 +335,7 @@ class ResultsWriter:
 
     def human_agreement(self) -> tuple[dict[str, Any], list[str]]:
         """The metrics against a rated set's ratings, written as human-agreement.json with its scatters; ({}, []) on other sets."""
-        found = human_agreement.run_agreement(self.ratings, self.records, self.metrics, (self.baselines or [None])[0])
+        found = human_agreement.run_agreement(self.ratings, self.records, self.metrics, self.first_baseline)
         (self.folder / human_agreement.FILE_NAME).unlink(missing_ok=True)  # an earlier run's
         if not found:
             return {}, []
