@@ -13,6 +13,7 @@ import numpy as np
 
 from nsbench.report.format import number
 from nsbench.report.human_agreement import CONDITION, FILE, median_lag_text
+from nsbench.text import fit_rows
 
 TITLE = "Agreement with the listeners (ITU-T P.1401)"
 FIGURE = "human-agreement-{cell}-{level}.png"
@@ -78,10 +79,9 @@ def terminal_lines(payload: Mapping[str, Any]) -> list[str]:
         rows.append([row["cell"], row["metric"], row["dimension"], str(row["n"]), number(row["pearson"]), number(row["pearson_mapped"]),
                      with_interval(row, "spearman"), number(row["kendall"]), number(row["rmse_star"]), number(row["outlier_ratio"]),
                      f"| {cond['n']}" if cond else "|", number(cond["spearman"]) if cond else "", number(cond["pearson_mapped"]) if cond else ""])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["agreement with the listeners (ITU-T P.1401; r Pearson, rho Spearman, tau Kendall tau-b; "
              f"{Path(payload.get('file', 'human-agreement.json')).name} has every figure):"]
-    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines += fit_rows(rows, None)[0].splitlines()
     constant = sorted({r["metric"] for r in file_rows if not math.isfinite(r["spearman"])})
     if constant:
         lines.append(f"no correlation (the same value on every rated file): {', '.join(constant)}")

@@ -79,13 +79,6 @@ def rule_text(ranking: Mapping[str, Any] | None) -> str:
 # ------------------------------------------------------------------ terminal
 
 
-def terminal_lines(results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None) -> list[str]:
-    header, rows = rows_of(results, view, ranking)
-    table = [header, *rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
-
-
 def headline_sentence(dataset: str, results: Sequence[Mapping[str, Any]], view: View, ranking: Mapping[str, Any] | None) -> str:
     clips = max((r["clips"] for r in results), default=0)
     headline = headline_of(results, view)

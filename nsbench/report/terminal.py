@@ -14,7 +14,7 @@ from nsbench.report import reference_use
 from nsbench.report.format import fmt, fmt_timing, interval
 from nsbench.report.layout import View
 from nsbench.report.tables import beside_headline_columns, headline_of, hodges_lehmann_text
-from nsbench.text import plural
+from nsbench.text import fit_rows, plural
 
 ORACLE_MARK = "[oracle]"
 WIDTH = 100  # the flags and verdict lines wrap here
@@ -74,8 +74,7 @@ def engine_table(results: Sequence[Mapping[str, Any]], headline: str, view: View
             (plural(flagged, "clip") if flagged else "–") + failed,
             highlights.worst_cell_text(result),
         ])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    return fit_rows(rows, None)[0].splitlines()
 
 
 def verdict_text(results: Sequence[Mapping[str, Any]], view: View) -> str:
