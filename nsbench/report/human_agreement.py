@@ -55,6 +55,11 @@ def is_source(rated: RatedSet, item: RatedItem) -> bool:
         return False
 
 
+def source_ids(rated: RatedSet) -> set[str]:
+    """The clip ids of the set's unprocessed sources (``is_source``: it reads the files, so once per set)."""
+    return {item.clip_id for item in rated.items if is_source(rated, item)}
+
+
 def file_items(rated: RatedSet, values: Mapping[str, float], dim: str, skip: set[str]) -> list[tuple[float, Rating]]:
     return [(values[item.clip_id], item.ratings[dim]) for item in rated.items
             if item.clip_id in values and item.clip_id not in skip and math.isfinite(values[item.clip_id])]
@@ -77,10 +82,11 @@ def evaluated(pairs: Sequence[tuple[float, Rating]], intervals: bool = True) -> 
     return p1401.evaluate(x, field("mean"), field("ci95"), field("std"), field("votes"), intervals=intervals)
 
 
-def cell_rows(rated: RatedSet, values: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+def cell_rows(rated: RatedSet, values: Mapping[str, Mapping[str, float]], sources: set[str] | None = None) -> list[dict[str, Any]]:
     """Every (metric, dimension, level) row of one rated set. ``values``:
-    metric -> the rated item's clip_id -> the metric's value on it."""
-    sources = {item.clip_id for item in rated.items if is_source(rated, item)}
+    metric -> the rated item's clip_id -> the metric's value on it; ``sources``:
+    ``source_ids(rated)`` where the caller has it."""
+    sources = source_ids(rated) if sources is None else sources
     rows = []
     for metric, by_item in values.items():
         for dim in rated.dimensions:
@@ -141,7 +147,8 @@ def run_agreement(sets: Sequence[RatedSet], records: Mapping[str, RecordTable], 
     if not sets or rated_engine not in records:
         return {}
     table = records[rated_engine]
-    rows = [row for rated in sets for row in cell_rows(rated, run_values(table, rated, metrics))]
+    sources = {rated.cell: source_ids(rated) for rated in sets}
+    rows = [row for rated in sets for row in cell_rows(rated, run_values(table, rated, metrics), sources[rated.cell])]
     directions = {metric.name: metric.higher_is_better for metric in metrics}
     return {
         "human": rows,
@@ -150,7 +157,7 @@ def run_agreement(sets: Sequence[RatedSet], records: Mapping[str, RecordTable], 
         "alignment": {cell_name(rated): lags(table, rated) for rated in sets},
         "higher_is_better": {row["metric"]: directions.get(row["metric"]) for row in rows},
         "items": {cell_name(rated): {"files": len(rated.items), "conditions": len(rated.conditions()),
-                                     "sources": sum(is_source(rated, item) for item in rated.items)} for rated in sets},
+                                     "sources": len(sources[rated.cell])} for rated in sets},
         "definitions": DEFINITIONS,
     }
 
